@@ -1,0 +1,126 @@
+"""Orchestration of one class under one variant: orders, liveness, tier, slots, FLOPs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..angmom import QuartetClass
+from ..graph import ClassGraph, build_class_graph
+from ..graph.axis import demand_nesting
+from ..graph.ir import Dag, node_flops
+from ..variants import Tier, Variant, get_variant
+from .liveness import LiveRanges, live_ranges
+from .schedule import OrderKind, dsa_order, eq7_only_order, topological_order
+from .slots import SlotPlan, pack_slots
+from .tier import RegisterModel, paper_accumulator_count
+
+RELEASE_SCORE_MAX_NODES = 150_000
+"""Eq. (7) costs O(|V| |E|) time and up to gigabytes of bitsets; above this size the DSA
+keeps only the demand rank (the Phase 2 graphs of the largest g classes)."""
+
+
+@dataclass(frozen=True)
+class Flops:
+    vrr_per_primitive: int
+    accumulate_per_primitive: int
+    hrr_per_contracted: int
+
+    def per_contracted_quartet(self, n_primitive_quartets: int) -> int:
+        per_prim = self.vrr_per_primitive + self.accumulate_per_primitive
+        return n_primitive_quartets * per_prim + self.hrr_per_contracted
+
+
+@dataclass(frozen=True)
+class ClassPlan:
+    graph: ClassGraph
+    variant: Variant
+    vrr_order: tuple[int, ...]
+    hrr_order: tuple[int, ...]
+    vrr_ranges: LiveRanges
+    hrr_ranges: LiveRanges
+    peak_live_vrr: int
+    peak_live_hrr: int
+    n_accumulators: int
+    n_accumulators_paper: int
+    registers_phase1: int
+    registers_phase2: int
+    model_tier: Tier
+    slots: SlotPlan
+    flops: Flops
+    release_score_used: tuple[bool, bool]
+
+    @property
+    def cls(self) -> QuartetClass:
+        return self.graph.cls
+
+    @property
+    def tier(self) -> Tier:
+        return self.variant.forced_tier or self.model_tier
+
+
+def vrr_demand_order(graph: ClassGraph) -> list[int]:
+    """Phase 1 outputs in the loop nest of the axis policy."""
+    nest = demand_nesting(graph.axis)
+    labels = graph.vrr.nodes
+
+    def key(v: int) -> tuple[int, ...]:
+        e, f, _ = labels[v].label
+        comps = (*e, *f)
+        return tuple(comps[i] for i in nest)
+
+    return sorted(graph.vrr.outputs, key=key)
+
+
+def order_phase(dag: Dag, kind: OrderKind, demand: list[int]) -> tuple[list[int], bool]:
+    if kind is OrderKind.TOPOLOGICAL:
+        return topological_order(dag), False
+    if kind is OrderKind.EQ7_ONLY:
+        return eq7_only_order(dag), True
+    use_score = len(dag) <= RELEASE_SCORE_MAX_NODES
+    return dsa_order(dag, demand, use_release_score=use_score), use_score
+
+
+def _phase_flops(dag: Dag) -> int:
+    return sum(node_flops(n) for n in dag.nodes)
+
+
+@lru_cache(maxsize=8)
+def plan_class(
+    cls: QuartetClass,
+    variant: str | Variant = "full",
+    spherical: bool = True,
+    model: RegisterModel = RegisterModel(),
+    order: OrderKind | None = None,
+) -> ClassPlan:
+    """Build and orchestrate ``cls`` under ``variant`` (``order`` overrides the variant's
+    evaluation order, for the liveness studies)."""
+    v = get_variant(variant)
+    graph = build_class_graph(cls, v.axis, spherical, v.spherical_fusion)
+    kind = order or v.order
+    vrr_order, vrr_scored = order_phase(graph.vrr, kind, vrr_demand_order(graph))
+    hrr_order, hrr_scored = order_phase(graph.hrr, kind, list(graph.hrr.outputs))
+    vrr_ranges = live_ranges(graph.vrr, vrr_order)
+    hrr_ranges = live_ranges(graph.hrr, hrr_order)
+    peak_vrr, peak_hrr = vrr_ranges.peak(), hrr_ranges.peak()
+    n_acc = graph.n_accumulators
+    outputs = graph.hrr.output_set
+    buffered = [u for u in range(len(graph.hrr)) if u not in outputs]
+    return ClassPlan(
+        graph=graph,
+        variant=v,
+        vrr_order=tuple(vrr_order),
+        hrr_order=tuple(hrr_order),
+        vrr_ranges=vrr_ranges,
+        hrr_ranges=hrr_ranges,
+        peak_live_vrr=peak_vrr,
+        peak_live_hrr=peak_hrr,
+        n_accumulators=n_acc,
+        n_accumulators_paper=paper_accumulator_count(cls),
+        registers_phase1=model.phase1_registers(peak_vrr, n_acc),
+        registers_phase2=model.phase2_registers(peak_hrr),
+        model_tier=model.choose_tier(peak_vrr, n_acc, peak_hrr),
+        slots=pack_slots(hrr_ranges, buffered),
+        flops=Flops(_phase_flops(graph.vrr), n_acc, _phase_flops(graph.hrr)),
+        release_score_used=(vrr_scored, hrr_scored),
+    )

@@ -1,0 +1,47 @@
+"""Decomposed register-pressure model (Eqs. 5-6) and the tier it implies.
+
+Registers are 32-bit, a double takes two. Phase 1 holds the transient VRR frontier next to the
+persistent accumulator bank; Phase 2 holds its own live set, which starts as the whole bank.
+The paper's Eq. (5) counts the bank as prod(2 l_i + 1) (the spherical output); the bank that the
+accumulate-then-transform loop really keeps is the Cartesian HRR-input set
+sum_{l=la}^{la+lb} ncart(l) * sum_{l=lc}^{lc+ld} ncart(l), and that is what the model uses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..angmom import QuartetClass
+from ..variants import Tier
+
+DOUBLE_REGISTERS = 2
+
+
+def paper_accumulator_count(cls: QuartetClass) -> int:
+    """Eq. (5): prod_i (2 l_i + 1)."""
+    return math.prod(2 * l + 1 for l in cls.ls)
+
+
+@dataclass(frozen=True)
+class RegisterModel:
+    register_budget: int = 255
+    """Architectural per-thread limit of 32-bit registers."""
+    fixed_registers: int = 58
+    """Pair quantities kept across the VRR (17 doubles) plus addresses, indices and loop state."""
+    spill_tolerance_bytes: int = 0
+    """Spill a Tier 1 kernel may carry before Tier 2 is preferred."""
+
+    def phase1_registers(self, peak_live_vrr: int, n_accumulators: int) -> int:
+        return DOUBLE_REGISTERS * (peak_live_vrr + n_accumulators) + self.fixed_registers
+
+    def phase2_registers(self, peak_live_hrr: int) -> int:
+        return DOUBLE_REGISTERS * peak_live_hrr + self.fixed_registers
+
+    def choose_tier(self, peak_live_vrr: int, n_accumulators: int, peak_live_hrr: int) -> Tier:
+        limit = self.register_budget + self.spill_tolerance_bytes // 4
+        need = max(
+            self.phase1_registers(peak_live_vrr, n_accumulators),
+            self.phase2_registers(peak_live_hrr),
+        )
+        return Tier.REGISTER if need <= limit else Tier.BUFFERED
