@@ -43,7 +43,8 @@ class QuartetClass:
                 raise ClassError(f"l{name} = {value} is negative")
             if value > LMAX:
                 raise ClassError(
-                    f"l{name} = {value} exceeds the generated path's limit l <= {LMAX} (g functions)"
+                    f"l{name} = {value} exceeds the generated path's limit "
+                    f"l <= {LMAX} (g functions)"
                 )
 
     @classmethod

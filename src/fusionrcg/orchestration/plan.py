@@ -15,6 +15,8 @@ from .schedule import OrderKind, dsa_order, eq7_only_order, topological_order
 from .slots import SlotPlan, pack_slots
 from .tier import RegisterModel, paper_accumulator_count
 
+DEFAULT_MODEL = RegisterModel()
+
 RELEASE_SCORE_MAX_NODES = 150_000
 """Eq. (7) costs O(|V| |E|) time and up to gigabytes of bitsets; above this size the DSA
 keeps only the demand rank (the Phase 2 graphs of the largest g classes)."""
@@ -90,7 +92,7 @@ def plan_class(
     cls: QuartetClass,
     variant: str | Variant = "full",
     spherical: bool = True,
-    model: RegisterModel = RegisterModel(),
+    model: RegisterModel = DEFAULT_MODEL,
     order: OrderKind | None = None,
 ) -> ClassPlan:
     """Build and orchestrate ``cls`` under ``variant`` (``order`` overrides the variant's

@@ -83,7 +83,8 @@ def _exact(plan: ClassPlan, quartet) -> np.ndarray:
             sym[S.WP[i]] = w[i] - p[i]
             sym[S.QC[i]] = q[i] - c_c[i]
             sym[S.WQ[i]] = w[i] - q[i]
-        targets = _run(g.vrr, lambda v: pref * boys_exact(g.vrr.nodes[v].label[2], t), sym)
+        boys_values = [pref * boys_exact(m, t) for m in range(plan.cls.total + 1)]
+        targets = _run(g.vrr, lambda v, f=boys_values: f[g.vrr.nodes[v].label[2]], sym)
         for combo in combos:
             weight = mpmath.fprod(
                 mp(s.coefficients[i, k]) for s, i, k in zip(quartet, prims, combo)
