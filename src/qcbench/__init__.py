@@ -1,0 +1,1 @@
+"""Shared pieces of the two engines' pipelines: molecules, provenance, tables."""

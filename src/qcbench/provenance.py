@@ -1,0 +1,52 @@
+"""What every result file records about how it was made."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+_PACKAGES = ("numpy", "scipy", "pyscf", "cupy-cuda13x", "gpu4pyscf-cuda13x", "snakemake")
+
+
+def git_commit(root: Path | None = None) -> str:
+    root = root or Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def provenance(**extra) -> dict:
+    """Commit, package versions, host and time, plus anything the caller adds."""
+    return {
+        "commit": git_commit(),
+        "versions": versions(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or platform.machine(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
