@@ -1,0 +1,106 @@
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fusionrcg import QuartetClass, Tier, canonical_classes, get_variant, plan_class
+from fusionrcg.graph import AxisPolicy
+from fusionrcg.graph.ir import DagBuilder, NodeKind, Term
+from fusionrcg.orchestration.liveness import check_order, live_ranges, peak_live
+from fusionrcg.orchestration.schedule import (
+    OrderKind,
+    dsa_order,
+    release_scores,
+    topological_order,
+)
+from fusionrcg.orchestration.slots import check_slots
+from fusionrcg.orchestration.tier import RegisterModel
+from fusionrcg.variants import VARIANTS
+
+
+def diamond():
+    """a -> b, a -> c, (b, c) -> d, d and c are outputs."""
+    b = DagBuilder()
+    a = b.add("a", NodeKind.BOYS, ())
+    x = b.add("b", NodeKind.VRR, (), [Term(1.0, None, a)])
+    y = b.add("c", NodeKind.VRR, (), [Term(2.0, None, a)])
+    d = b.add("d", NodeKind.VRR, (), [Term(1.0, None, x), Term(1.0, None, y)])
+    return b.finish([d, y], leaves_preexist=False)
+
+
+def test_peak_live_on_a_hand_graph():
+    dag = diamond()
+    # after a: {a}; after b: {a, b}; after c: {b, c}; after d: {} -> peak 2
+    assert peak_live(dag, [0, 1, 2, 3]) == 2
+    ranges = live_ranges(dag, [0, 1, 2, 3])
+    assert list(ranges.profile()) == [0, 1, 2, 2, 0]
+
+
+def test_release_score_is_eq7_on_a_hand_graph():
+    dag = diamond()
+    # out - in: a 2-0=2, b 1-1=0, c 1-1=0, d 0-2=-2; Reach(a) = all
+    assert release_scores(dag) == [0, -2, -2, -2]
+
+
+def test_orders_reject_bad_input():
+    dag = diamond()
+    with pytest.raises(ValueError, match="before one of its sources"):
+        check_order(dag, [1, 0, 2, 3])
+    with pytest.raises(ValueError, match="exactly once"):
+        check_order(dag, [0, 1, 2])
+
+
+@pytest.mark.parametrize("cls", [QuartetClass(1, 1, 1, 1), QuartetClass(3, 1, 2, 2)], ids=str)
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_orders_topologically_and_packs_slots_optimally(cls, variant):
+    plan = plan_class(cls, variant)
+    check_order(plan.graph.vrr, plan.vrr_order)
+    check_order(plan.graph.hrr, plan.hrr_order)
+    check_slots(plan.hrr_ranges, plan.slots)
+    outputs = plan.graph.hrr.output_set
+    buffered = np.array([v not in outputs for v in range(len(plan.graph.hrr))])
+    birth, death = plan.hrr_ranges.birth, plan.hrr_ranges.death
+    steps = np.arange(-1, len(plan.hrr_order))
+    live = [(buffered & (birth <= t) & (t < death)).sum() for t in steps]
+    assert plan.slots.n_slots == max(live), "interval packing is optimal"
+    assert plan.slots.n_values == int(buffered.sum())
+
+
+def test_dsa_beats_plain_order_with_conventional_axes_for_total_7_to_9():
+    classes = [q for q in canonical_classes() if 7 <= q.total <= 9]
+    assert classes
+    full = get_variant("full")
+    worst = dataclasses.replace(full, axis=AxisPolicy.CONVENTIONAL, order=OrderKind.TOPOLOGICAL)
+    for cls in classes:
+        best = plan_class(cls, full).peak_live_vrr
+        base = plan_class(cls, worst).peak_live_vrr
+        assert best < base, f"{cls}: DSA+priority {best} vs conventional+plain {base}"
+
+
+def test_dsa_without_release_score_is_still_a_valid_order():
+    plan = plan_class(QuartetClass(2, 1, 1, 0))
+    order = dsa_order(plan.graph.vrr, list(plan.graph.vrr.outputs), use_release_score=False)
+    check_order(plan.graph.vrr, order)
+    check_order(plan.graph.vrr, topological_order(plan.graph.vrr))
+
+
+def test_tier_model_and_forced_tiers():
+    small = plan_class(QuartetClass(1, 1, 1, 1))
+    assert small.model_tier == Tier.REGISTER
+    assert (
+        small.registers_phase1 == 2 * (small.peak_live_vrr + 81) + RegisterModel().fixed_registers
+    )
+    big = plan_class(QuartetClass(2, 2, 2, 2))
+    assert big.tier == Tier.BUFFERED
+    assert plan_class(QuartetClass(2, 2, 2, 2), "tier1-only").tier == Tier.REGISTER
+    assert plan_class(QuartetClass(0, 0, 0, 0), "tier2-only").tier == Tier.BUFFERED
+    assert big.n_accumulators == 31 * 31 and big.n_accumulators_paper == 625
+
+
+def test_flops_account_for_every_vertex():
+    plan = plan_class(QuartetClass(1, 0, 0, 0))
+    # [p0|00]^(0) = PA*F0 + WP*F1 for each of x, y, z: 3 flops each
+    assert plan.flops.vrr_per_primitive == 9
+    assert plan.flops.accumulate_per_primitive == 3
+    assert plan.flops.hrr_per_contracted == 0
+    assert plan.flops.per_contracted_quartet(4) == 4 * 12
