@@ -1,0 +1,271 @@
+"""Drop-in NumInt: ``mf._numint = kerneldi.NumInt(backend="cpu" | "gpu")``.
+
+The returned object is PySCF's NumInt (CPU) or GPU4PySCF's NumInt (GPU) with ``nr_rks`` and
+``nr_uks`` replaced by the block-sparse engine; everything else (libxc, hybrid coefficients,
+grid pruning, response kernels) is inherited. The engine's block structure is built once per
+geometry and grid and reused while they stay the same, so an SCF pays for it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from pyscf.dft import numint as pyscf_numint
+
+from . import integrate
+from .errors import BackendUnavailable, DensityMatrixError, FunctionalError, GridError, InputError
+from .integrate import AO_DERIV
+from .layout import make_layout
+from .settings import Settings
+
+ENGINES = ("block", "dense")
+_LAPLACIAN_MGGA = ("CC06", "CS", "BR89", "MK00")
+
+
+def _is_device_array(a) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if _is_device_array(a) else np.asarray(a)
+
+
+class KerneLDIMixin:
+    """``nr_rks``/``nr_uks`` through a KerneLDI engine; mixed into a PySCF-API NumInt."""
+
+    _kerneldi_backend = "cpu"
+    _keys = {"settings", "engine_kind"}
+
+    def __init__(self, settings: Settings | None = None, engine: str = "block", **options):
+        super().__init__()
+        if engine not in ENGINES:
+            raise InputError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if settings is not None and options:
+            raise InputError("pass either settings or keyword options, not both")
+        self.settings = settings if settings is not None else Settings(**options)
+        self.engine_kind = engine
+        self._engine = None
+        self._engine_key = None
+
+    # -- engine cache -----------------------------------------------------------------------
+    def _new_engine(self, mol, layout, xctype: str):
+        from . import cpu
+
+        return cpu.make_engine(self.engine_kind, mol, layout, self.settings, xctype)
+
+    def _grid_arrays(self, mol, grids):
+        if grids.coords is None:
+            grids.build(with_non0tab=True)
+        if grids.weights is None or grids.size == 0:
+            raise GridError("the grid has no points")
+        return grids.coords, grids.weights, getattr(grids, "atm_idx", None)
+
+    def get_engine(self, mol, grids, xctype: str):
+        """The engine of this geometry and grid, built on first use and reused after."""
+        coords, weights, atm_idx = self._grid_arrays(mol, grids)
+        key = (
+            _mol_fingerprint(mol),
+            id(coords),
+            id(weights),
+            tuple(coords.shape),
+            float(weights.sum()),
+            float(coords[:: max(1, len(coords) // 97)].sum()),
+        )
+        eng = self._engine
+        if eng is None or self._engine_key != key or eng.deriv < AO_DERIV[xctype]:
+            self._engine = None  # release the old blocks before building new ones
+            layout = make_layout(
+                mol,
+                _host(coords),
+                _host(weights),
+                None if atm_idx is None else _host(atm_idx),
+                self.settings,
+            )
+            eng = self._engine = self._new_engine(mol, layout, xctype)
+            self._engine_key = key
+        return eng
+
+    def reset(self, *args, **kwargs):
+        self._engine = None
+        self._engine_key = None
+        parent = getattr(super(), "reset", None)
+        return parent(*args, **kwargs) if parent is not None else self
+
+    def stats(self) -> dict:
+        """Block counts and fractions of the current engine (after at least one call)."""
+        return {} if self._engine is None else self._engine.stats()
+
+    # -- validation -------------------------------------------------------------------------
+    def checked_xctype(self, xc_code) -> str:
+        if not isinstance(xc_code, str) or not xc_code.strip():
+            raise FunctionalError(f"xc_code must be a functional name, got {xc_code!r}")
+        try:
+            xctype = self._xc_type(xc_code)
+        except Exception as err:  # libxc's parser raises KeyError, ValueError, ...
+            raise FunctionalError(
+                f"unknown exchange-correlation functional {xc_code!r}: {err}"
+            ) from None
+        if xctype == "MGGA" and any(x in xc_code.upper() for x in _LAPLACIAN_MGGA):
+            raise FunctionalError(
+                f"{xc_code!r} needs the density Laplacian, which is not supported"
+            )
+        if xctype not in integrate.XCTYPES + ("HF",):
+            raise FunctionalError(f"{xc_code!r} is of type {xctype}, not LDA, GGA or meta-GGA")
+        return xctype
+
+    def _array_in(self, dms, nao: int, uks: bool):
+        """Density matrices as this backend's float64 array, and whether they came as CuPy."""
+        device_in = _is_device_array(dms)
+        if device_in:
+            dm = dms if self._kerneldi_backend == "gpu" else dms.get()
+        else:
+            try:
+                dm = np.asarray(dms)
+            except Exception as err:
+                raise DensityMatrixError(f"density matrices must be an array: {err}") from None
+            if self._kerneldi_backend == "gpu":
+                import cupy
+
+                dm = cupy.asarray(dm)
+        if dm.dtype.kind == "c":
+            raise DensityMatrixError("complex density matrices are not supported")
+        if dm.dtype.kind not in "fiu":
+            raise DensityMatrixError(f"density matrices must be real numbers, got {dm.dtype}")
+        expected = (
+            "(nao, nao), (2, nao, nao) or (2, nset, nao, nao)"
+            if uks
+            else ("(nao, nao) or (nset, nao, nao)")
+        )
+        ok = dm.ndim >= 2 and dm.shape[-2:] == (nao, nao)
+        ok = ok and (dm.ndim in (2, 3, 4) and dm.shape[0] == 2 if uks and dm.ndim > 2 else True)
+        ok = ok and dm.ndim <= (4 if uks else 3)
+        if not ok:
+            raise DensityMatrixError(
+                f"density matrix shape {dm.shape} does not fit the molecule (nao = {nao}): "
+                f"expected {expected}"
+            )
+        dm = dm.astype(np.float64, copy=False)
+        if not bool(abs(dm).max() < np.inf):
+            raise DensityMatrixError("density matrix contains NaN or inf")
+        # the engine uses D's symmetry; (D + D^T)/2 gives the same densities
+        return 0.5 * (dm + dm.swapaxes(-1, -2)), device_in
+
+    def _array_out(self, a, device_in: bool):
+        if device_in and not _is_device_array(a):
+            import cupy
+
+            return cupy.asarray(a)
+        return _host(a) if not device_in else a
+
+    # -- the drop-in entry points -----------------------------------------------------------
+    def nr_rks(
+        self, mol, grids, xc_code, dms, relativity=0, hermi=1, max_memory=2000, verbose=None
+    ):
+        """(nelec, Exc, Vxc) as PySCF's ``NumInt.nr_rks`` returns them."""
+        if relativity:
+            raise InputError("relativistic XC is not supported")
+        xctype = self.checked_xctype(xc_code)
+        nao = mol.nao_nr()
+        dm, device_in = self._array_in(dms, nao, uks=False)
+        sets = dm.reshape(-1, nao, nao)
+        if xctype == "HF":
+            zeros = np.zeros(len(sets))
+            vmat = self._array_out(np.zeros((len(sets), nao, nao)), device_in)
+        else:
+            eng = self.get_engine(mol, grids, xctype)
+            out = [integrate.rks(eng, self, xc_code, xctype, d) for d in sets]
+            nelec_l, exc_l, vmat_l = zip(*out)
+            zeros = None
+            xp = eng.xp
+            vmat = self._array_out(xp.stack(vmat_l), device_in)
+        nelec = zeros if zeros is not None else np.array(nelec_l)
+        excsum = zeros if zeros is not None else np.array(exc_l)
+        if dm.ndim == 2:
+            return nelec[0], excsum[0], vmat[0]
+        return nelec, excsum, vmat
+
+    def nr_uks(
+        self, mol, grids, xc_code, dms, relativity=0, hermi=1, max_memory=2000, verbose=None
+    ):
+        """((nelec_a, nelec_b), Exc, (Vxc_a, Vxc_b)) as PySCF's ``NumInt.nr_uks`` returns them."""
+        if relativity:
+            raise InputError("relativistic XC is not supported")
+        xctype = self.checked_xctype(xc_code)
+        nao = mol.nao_nr()
+        dm, device_in = self._array_in(dms, nao, uks=True)
+        if dm.ndim == 2:  # a closed-shell density, split as PySCF does
+            dm = _xp(dm).stack([dm * 0.5] * 2)
+        single = dm.ndim == 3
+        dma, dmb = (d.reshape(-1, nao, nao) for d in dm)
+        nset = len(dma)
+        if xctype == "HF":
+            nelec = np.zeros((2, nset))
+            excsum = np.zeros(nset)
+            vmat = self._array_out(np.zeros((2, nset, nao, nao)), device_in)
+        else:
+            eng = self.get_engine(mol, grids, xctype)
+            out = [integrate.uks(eng, self, xc_code, xctype, a, b) for a, b in zip(dma, dmb)]
+            nelec = np.array([o[0] for o in out]).T
+            excsum = np.array([o[1] for o in out])
+            xp = eng.xp
+            vmat = xp.stack([xp.stack([o[2][s] for o in out]) for s in (0, 1)])
+            vmat = self._array_out(vmat, device_in)
+        if single:
+            return nelec[:, 0], excsum[0], vmat[:, 0]
+        return nelec, excsum, vmat
+
+    def nr_vxc(
+        self, mol, grids, xc_code, dms, spin=0, relativity=0, hermi=0, max_memory=2000, verbose=None
+    ):
+        if spin == 0:
+            return self.nr_rks(mol, grids, xc_code, dms, relativity, hermi, max_memory, verbose)
+        return self.nr_uks(mol, grids, xc_code, dms, relativity, hermi, max_memory, verbose)
+
+    get_vxc = nr_vxc
+
+
+def _xp(a):
+    if _is_device_array(a):
+        import cupy
+
+        return cupy
+    return np
+
+
+def _mol_fingerprint(mol) -> str:
+    h = hashlib.sha1()
+    for arr in (mol.atom_coords(), mol._atm, mol._bas, mol._env):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    h.update(b"cart" if mol.cart else b"sph")
+    return h.hexdigest()
+
+
+class CPUNumInt(KerneLDIMixin, pyscf_numint.NumInt):
+    """PySCF's NumInt with KerneLDI's CPU engine (NumPy/SciPy products)."""
+
+    _kerneldi_backend = "cpu"
+
+
+class _Dispatch(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, KerneLDIMixin)
+
+
+class NumInt(metaclass=_Dispatch):
+    """``NumInt(backend="cpu" | "gpu", engine="block" | "dense", settings=None, **options)``.
+
+    ``backend="cpu"`` gives a PySCF NumInt, ``"gpu"`` a GPU4PySCF NumInt, both with KerneLDI's
+    ``nr_rks``/``nr_uks``. ``engine="dense"`` runs the dense baselines (EXC-OpenBLAS on the
+    CPU, EXC-cuBLAS on the GPU) through the same code path. ``options`` are ``Settings``
+    fields (``block_size``, ``t_b``, ``t_d``, ``mma``, ...).
+    """
+
+    def __new__(cls, backend: str = "cpu", **kwargs):
+        if backend == "cpu":
+            return CPUNumInt(**kwargs)
+        if backend == "gpu":
+            from .gpu.numint import gpu_numint_class
+
+            return gpu_numint_class()(**kwargs)
+        raise BackendUnavailable(f"backend must be 'cpu' or 'gpu', got {backend!r}")

@@ -1,0 +1,113 @@
+"""Locality-preserving orders of the two operand axes (paper Sec. III-B2, Appendix A-B).
+
+Grid points: grouped by the atom whose Becke cell holds them, then by the 60-bit Morton
+(Z-order) code of their coordinates on a lattice of ``resolution`` points per Bohr, stable sort.
+Basis functions: rows of the overlap matrix as signatures, cosine distance, average-linkage
+agglomerative clustering, leaves read off in an order that keeps similar rows adjacent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.cluster import hierarchy
+from scipy.spatial import cKDTree
+from scipy.spatial.distance import squareform
+
+MORTON_BITS = 20  # per axis: 3 x 20 = 60-bit codes
+
+_SPREAD = (
+    (32, 0x001F00000000FFFF),
+    (16, 0x001F0000FF0000FF),
+    (8, 0x100F00F00F00F00F),
+    (4, 0x10C30C30C30C30C3),
+    (2, 0x1249249249249249),
+)
+
+
+def spread_bits(v: np.ndarray) -> np.ndarray:
+    """Bit k of each 20-bit integer moved to bit 3k."""
+    v = np.asarray(v, dtype=np.uint64) & np.uint64((1 << MORTON_BITS) - 1)
+    for shift, mask in _SPREAD:
+        v = (v | (v << np.uint64(shift))) & np.uint64(mask)
+    return v
+
+
+def lattice(coords: np.ndarray, resolution: float) -> np.ndarray:
+    """Coordinates scaled by ``resolution``, shifted to start at 0, truncated to 20-bit integers."""
+    coords = np.asarray(coords, dtype=np.float64)
+    scaled = np.floor((coords - coords.min(axis=0)) * resolution)
+    return np.clip(scaled, 0, (1 << MORTON_BITS) - 1).astype(np.uint64)
+
+
+def morton_codes(coords: np.ndarray, resolution: float = 128.0) -> np.ndarray:
+    """Eq. 20: m = sum_k z_k 2^(3k) + y_k 2^(3k+1) + x_k 2^(3k+2) on the scaled lattice."""
+    q = lattice(coords, resolution)
+    return (
+        spread_bits(q[:, 2])
+        | (spread_bits(q[:, 1]) << np.uint64(1))
+        | (spread_bits(q[:, 0]) << np.uint64(2))
+    )
+
+
+def nearest_atom(coords: np.ndarray, atom_coords: np.ndarray) -> np.ndarray:
+    """Index of the closest nucleus of each point (when a grid does not record its atoms)."""
+    return cKDTree(np.asarray(atom_coords)).query(np.asarray(coords))[1].astype(np.int64)
+
+
+def grid_order(
+    coords: np.ndarray, atom_index: np.ndarray | None, resolution: float = 128.0
+) -> np.ndarray:
+    """Permutation of the points: by atom, then by Morton code; ties keep their input order."""
+    codes = morton_codes(coords, resolution)
+    if atom_index is None:
+        return np.argsort(codes, kind="stable")
+    return np.lexsort((codes, np.asarray(atom_index)))
+
+
+def cosine_distances(signatures: np.ndarray) -> np.ndarray:
+    """Eq. 21: d(i, j) = 1 - s_i.s_j / (|s_i| |s_j|), symmetric with a zero diagonal."""
+    s = np.asarray(signatures, dtype=np.float64)
+    s = s / np.linalg.norm(s, axis=1)[:, None]
+    dist = 1.0 - s @ s.T
+    dist = np.clip(0.5 * (dist + dist.T), 0.0, 2.0)
+    np.fill_diagonal(dist, 0.0)
+    return dist
+
+
+def orient_merges(linkage: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """Leaf order of a dendrogram whose two sub-trees are oriented at each merge so that
+    their mutually closest end leaves meet (Appendix A-B2), in one pass over the merges."""
+    n = linkage.shape[0] + 1
+    leaves: dict[int, list[int]] = {i: [i] for i in range(n)}
+    for k, (a, b) in enumerate(linkage[:, :2].astype(np.int64)):
+        la, lb = leaves.pop(int(a)), leaves.pop(int(b))
+        options = (
+            (dist[la[-1], lb[0]], False, False),
+            (dist[la[-1], lb[-1]], False, True),
+            (dist[la[0], lb[0]], True, False),
+            (dist[la[0], lb[-1]], True, True),
+        )
+        _, rev_a, rev_b = min(options, key=lambda o: o[0])
+        leaves[n + k] = (la[::-1] if rev_a else la) + (lb[::-1] if rev_b else lb)
+    (order,) = leaves.values()
+    return np.asarray(order, dtype=np.int64)
+
+
+def cluster_order(overlap: np.ndarray, leaf_order: str = "auto", optimal_max: int = 1500):
+    """Basis permutation from average-linkage clustering of overlap-row signatures."""
+    n = overlap.shape[0]
+    if n <= 2:
+        return np.arange(n)
+    dist = cosine_distances(overlap)
+    condensed = squareform(dist, checks=False)
+    tree = hierarchy.linkage(condensed, method="average")
+    if leaf_order == "optimal" or (leaf_order == "auto" and n <= optimal_max):
+        return hierarchy.leaves_list(hierarchy.optimal_leaf_ordering(tree, condensed))
+    return orient_merges(tree, dist)
+
+
+def basis_order(mol, method: str = "cluster", leaf_order: str = "auto", optimal_max: int = 1500):
+    """The basis permutation of a PySCF molecule (``input`` keeps PySCF's order)."""
+    if method == "input":
+        return np.arange(mol.nao_nr())
+    return cluster_order(mol.intor_symmetric("int1e_ovlp"), leaf_order, optimal_max)

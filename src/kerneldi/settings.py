@@ -1,0 +1,66 @@
+"""Engine settings: block size, thresholds, orderings, GPU product mode, AO caching."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .errors import SettingsError
+
+LEAF_ORDERS = ("auto", "optimal", "greedy")
+GRID_ORDERS = ("morton", "input")
+BASIS_ORDERS = ("cluster", "input")
+# GPU block-pair products: FP64 on the CUDA cores, FP64 on the tensor cores (DMMA),
+# or the paper's FP16-input / FP32-accumulate tensor-core mode.
+MMA_MODES = ("fp64", "fp64-tc", "fp16-tc")
+AO_CACHE = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the engine blocks, filters and multiplies.
+
+    ``t_b`` is the block-retention threshold (Eq. 12) and ``t_d`` the block-pair threshold
+    (Eq. 17); ``block_size`` is d. ``leaf_order="auto"`` uses SciPy's optimal leaf ordering
+    up to ``optimal_leaf_max`` basis functions and the merge-time orientation of the paper's
+    Appendix A-B2 above that (the optimal ordering grows roughly as n^4).
+    """
+
+    block_size: int = 32
+    t_b: float = 1e-12
+    t_d: float = 1e-12
+    morton_resolution: float = 128.0
+    grid_order: str = "morton"
+    basis_order: str = "cluster"
+    leaf_order: str = "auto"
+    optimal_leaf_max: int = 1500
+    mma: str = "fp64"
+    ao_cache: str = "auto"
+    # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
+    gpu_memory_fraction: float = 0.6
+    cpu_cache_mb: float = 4000.0
+
+    def __post_init__(self):
+        if not isinstance(self.block_size, int) or self.block_size < 1:
+            raise SettingsError(f"block_size must be a positive integer, got {self.block_size!r}")
+        for name in ("t_b", "t_d"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value < 1):
+                raise SettingsError(f"{name} must be a number in [0, 1), got {value!r}")
+        if not self.morton_resolution > 0:
+            raise SettingsError(f"morton_resolution must be > 0, got {self.morton_resolution!r}")
+        for name, allowed in (
+            ("grid_order", GRID_ORDERS),
+            ("basis_order", BASIS_ORDERS),
+            ("leaf_order", LEAF_ORDERS),
+            ("mma", MMA_MODES),
+            ("ao_cache", AO_CACHE),
+        ):
+            if getattr(self, name) not in allowed:
+                raise SettingsError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if not 0 < self.gpu_memory_fraction <= 0.95:
+            raise SettingsError("gpu_memory_fraction must be in (0, 0.95]")
+        if not self.cpu_cache_mb >= 0:
+            raise SettingsError("cpu_cache_mb must be >= 0")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
