@@ -8,12 +8,12 @@ from itertools import permutations
 
 import numpy as np
 
-from .angmom import QuartetClass
+from .angmom import QuartetClass, shell_size
 from .orchestration.plan import plan_class
-from .shells import Shell, check_mole, shell_quartet
+from .shells import Shell, check_mole, shell_quartet, shell_quartet_indices
 from .variants import Variant, get_variant
 
-BACKENDS = ("reference",)
+BACKENDS = ("reference", "cpu", "gpu")
 
 # Axis permutations that preserve (ab|cd) under the 8-fold permutation symmetry.
 _SYMMETRIES = tuple(
@@ -24,7 +24,7 @@ _SYMMETRIES = tuple(
 
 
 class BackendError(ValueError):
-    """A backend that does not exist or cannot run here."""
+    """A backend that does not exist."""
 
 
 def _check_backend(backend: str) -> None:
@@ -41,10 +41,65 @@ def canonical_permutation(ls: Sequence[int]) -> tuple[int, ...]:
     raise AssertionError(f"no symmetry maps {tuple(ls)} to {target}")
 
 
-def _evaluate(backend: str, plan, quartets: list[tuple[Shell, ...]]) -> np.ndarray:
+def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
+    return tuple(perm.index(j) for j in range(4))
+
+
+def _reference(mol, requested, v: Variant) -> list[np.ndarray]:
+    """NumPy evaluation of the graph; general contractions are handled inside the evaluator."""
     from .reference.evaluator import evaluate_batch
 
-    return evaluate_batch(plan, quartets)
+    spherical = not mol.cart
+    groups: dict[tuple, list[tuple[int, tuple[int, ...], tuple[Shell, ...]]]] = defaultdict(list)
+    for n, idx in enumerate(requested):
+        shells = shell_quartet(mol, idx)
+        perm = canonical_permutation([s.l for s in shells])
+        canon = tuple(shells[i] for i in perm)
+        key = (tuple(s.l for s in canon), tuple(s.coefficients.shape for s in canon))
+        groups[key].append((n, perm, canon))
+    results: list[np.ndarray] = [np.empty(0)] * len(requested)
+    for (ls, _), members in groups.items():
+        plan = plan_class(QuartetClass(*ls), v, spherical)
+        values = evaluate_batch(plan, [m[2] for m in members])
+        for (n, perm, _), value in zip(members, values):
+            results[n] = np.ascontiguousarray(value.transpose(_inverse(perm)))
+    return results
+
+
+def _generated(mol, requested, v: Variant, backend: str) -> list[np.ndarray]:
+    """Generated kernels: segment quartets grouped by canonical class, one launch per class."""
+    from .runtime.basis import segment_basis
+    from .runtime.launch import executor
+
+    basis = segment_basis(mol)
+    run = executor(backend)
+    spherical = not mol.cart
+    groups: dict[tuple[int, ...], list[tuple[int, int, tuple[int, ...]]]] = defaultdict(list)
+    layouts = []
+    for n, idx in enumerate(requested):
+        ls = [s.l for s in shell_quartet(mol, idx)]  # validates indices and l
+        perm = canonical_permutation(ls)
+        segs = basis.segment_quartets(idx)
+        layouts.append((perm, segs, ls))
+        for k, seg in enumerate(segs):
+            groups[tuple(ls[i] for i in perm)].append((n, k, tuple(seg[i] for i in perm)))
+    blocks: dict[tuple[int, int], np.ndarray] = {}
+    for ls, members in groups.items():
+        plan = plan_class(QuartetClass(*ls), v, spherical)
+        ints = run.integrals(plan, np.array([m[2] for m in members]), basis)
+        for (n, k, _), value in zip(members, ints.reshape(-1, *plan.graph.output_shape)):
+            blocks[(n, k)] = value
+    results = []
+    for n, (perm, segs, ls) in enumerate(layouts):
+        sizes = [shell_size(l, spherical) for l in ls]
+        nctr = [int(basis.nctr[s]) for s in requested[n]]
+        out = np.empty([c * f for c, f in zip(nctr, sizes)])
+        for k, seg in enumerate(segs):
+            ctr = [x - basis.first_segment[s] for x, s in zip(seg, requested[n])]
+            where = tuple(slice(c * f, (c + 1) * f) for c, f in zip(ctr, sizes))
+            out[where] = blocks[(n, k)].transpose(_inverse(perm))
+        results.append(out)
+    return results
 
 
 def eri_quartets(
@@ -56,29 +111,17 @@ def eri_quartets(
     """Contracted ERIs of many shell quartets; each result is shaped and ordered like
     ``mol.intor('int2e_sph' | 'int2e_cart', shls_slice=...)`` for that quartet.
 
-    Quartets are mapped to their canonical class, grouped by class and primitive/contraction
-    counts, and evaluated batch by batch.
+    ``backend``: ``reference`` (NumPy evaluation of the graph), ``cpu`` (the generated C++
+    kernels, compiled on first use) or ``gpu`` (the generated CUDA kernels through CuPy).
+    Quartets are mapped to their canonical class and evaluated class by class.
     """
     _check_backend(backend)
     check_mole(mol)
     v = get_variant(variant)
-    spherical = not mol.cart
-    requested = list(quartets)
-    groups: dict[tuple, list[tuple[int, tuple[int, ...], tuple[Shell, ...]]]] = defaultdict(list)
-    for n, idx in enumerate(requested):
-        shells = shell_quartet(mol, idx)
-        perm = canonical_permutation([s.l for s in shells])
-        canon = tuple(shells[i] for i in perm)
-        key = (tuple(s.l for s in canon), tuple(s.coefficients.shape for s in canon))
-        groups[key].append((n, perm, canon))
-    results: list[np.ndarray | None] = [None] * len(requested)
-    for (ls, _), members in groups.items():
-        plan = plan_class(QuartetClass(*ls), v, spherical)
-        values = _evaluate(backend, plan, [m[2] for m in members])
-        for (n, perm, _), value in zip(members, values):
-            inverse = tuple(perm.index(j) for j in range(4))
-            results[n] = np.ascontiguousarray(value.transpose(inverse))
-    return results  # type: ignore[return-value]
+    requested = [shell_quartet_indices(q) for q in quartets]
+    if backend == "reference":
+        return _reference(mol, requested, v)
+    return _generated(mol, requested, v, backend)
 
 
 def shell_quartet_eri(

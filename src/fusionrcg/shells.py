@@ -51,12 +51,16 @@ def shell(mol, index: int) -> Shell:
     )
 
 
-def shell_quartet(mol, shells) -> tuple[Shell, Shell, Shell, Shell]:
+def shell_quartet_indices(shells) -> tuple[int, int, int, int]:
     try:
         idx = tuple(shells)
     except TypeError:
         raise ShellError(f"a shell quartet needs four shell indices, got {shells!r}") from None
     if len(idx) != 4:
         raise ShellError(f"a shell quartet needs four shell indices, got {len(idx)}")
-    a, b, c, d = (shell(mol, i) for i in idx)
+    return idx  # type: ignore[return-value]
+
+
+def shell_quartet(mol, shells) -> tuple[Shell, Shell, Shell, Shell]:
+    a, b, c, d = (shell(mol, i) for i in shell_quartet_indices(shells))
     return a, b, c, d

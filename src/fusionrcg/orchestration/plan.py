@@ -33,7 +33,7 @@ class Flops:
         return n_primitive_quartets * per_prim + self.hrr_per_contracted
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: plans are cached and used as cache keys
 class ClassPlan:
     graph: ClassGraph
     variant: Variant

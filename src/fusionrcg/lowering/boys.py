@@ -1,0 +1,63 @@
+"""The Boys function as generated code: a Taylor table plus the large-T recursion.
+
+For T < ``T_SWITCH`` the highest needed order comes from a Taylor expansion about the nearest
+grid point T_k = k h (h = ``GRID_STEP``, so |T - T_k| <= h/2):
+F_m(T) = sum_{j<=TAYLOR_TERMS} F_{m+j}(T_k) (T_k - T)^j / j!, and lower orders from the stable
+downward recursion. Above it, F_0 = sqrt(pi/T) erf(sqrt(T)) / 2 and the upward recursion, as in
+the NumPy reference (``fusionrcg.reference.boys``), which also fills the table.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..reference.boys import SERIES_LIMIT, boys
+
+T_SWITCH = SERIES_LIMIT
+GRID_STEP = 0.1
+TAYLOR_TERMS = 8  # truncation (h/2)^9 / 9! ~ 5e-18 relative
+BOYS_MAX_ORDER = 16  # (gg|gg)
+TABLE_ORDERS = BOYS_MAX_ORDER + TAYLOR_TERMS + 1
+TABLE_POINTS = int(round(T_SWITCH / GRID_STEP)) + 1
+
+
+@lru_cache(maxsize=1)
+def boys_table() -> np.ndarray:
+    """F_m(k h) for k < TABLE_POINTS, m < TABLE_ORDERS, laid out [k][m] (C order)."""
+    grid = np.arange(TABLE_POINTS) * GRID_STEP
+    table = np.ascontiguousarray(boys(TABLE_ORDERS - 1, grid).T)
+    table.setflags(write=False)
+    return table
+
+
+def boys_source(device_prefix: str) -> str:
+    """C/CUDA source of ``frcg_boys(mmax, t, table, f)`` filling f[0..mmax]."""
+    inv_fact = ", ".join(
+        f"{1.0 / np.prod(np.arange(1, j + 1)):.17g}" for j in range(TAYLOR_TERMS + 1)
+    )
+    return f"""
+{device_prefix} void frcg_boys(const int mmax, const double t, const double* __restrict__ table,
+                         double* __restrict__ f)
+{{
+    const double inv_fact[{TAYLOR_TERMS + 1}] = {{{inv_fact}}};
+    const double e = exp(-t);
+    if (t < {T_SWITCH!r}) {{
+        const int k = (int)(t * {1.0 / GRID_STEP!r} + 0.5);
+        const double d = k * {GRID_STEP!r} - t;
+        const double* row = table + k * {TABLE_ORDERS} + mmax;
+        double s = 0.0, p = 1.0;
+        for (int j = 0; j <= {TAYLOR_TERMS}; ++j) {{
+            s += row[j] * p * inv_fact[j];
+            p *= d;
+        }}
+        f[mmax] = s;
+        for (int m = mmax - 1; m >= 0; --m) f[m] = (2.0 * t * f[m + 1] + e) / (2 * m + 1);
+    }} else {{
+        const double half_inv_t = 0.5 / t;
+        f[0] = 0.5 * sqrt({np.pi!r} / t) * erf(sqrt(t));
+        for (int m = 0; m < mmax; ++m) f[m + 1] = ((2 * m + 1) * f[m] - e) * half_inv_t;
+    }}
+}}
+"""

@@ -1,0 +1,293 @@
+"""Lowering of an orchestrated class to CUDA or C++ source.
+
+Both tiers share the quartet prologue (geometry, primitive loops, Gaussian-product quantities,
+Boys function) and differ in where values live:
+
+* Tier 1: one function; VRR vertices, the accumulator bank and Phase 2 are registers in the
+  plan's order; the epilogue writes the integrals (``store``) or folds them into J and K with
+  atomic adds (``jk``).
+* Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
+  ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
+  Phase 2 as a program the kernel executes from the buffer; the integrals go to the output
+  buffer, from which the runtime's contraction kernel (Kernel 2) builds J and K.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import product
+
+from ..angmom import sp_common_factor
+from ..graph import Dag, Term
+from ..graph import symbols as S
+from ..orchestration.plan import ClassPlan
+from ..variants import Tier
+from .boys import boys_source
+from .layout import DEFAULT_SEGMENT_SIZE, Tier2Layout, tier2_layout
+from .target import TARGETS, Epilogue, Target
+
+KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
+    const double* __restrict__ seg_xyz, const int* __restrict__ seg_prim,
+    const int* __restrict__ seg_ao, const double* __restrict__ prim_exp,
+    const double* __restrict__ prim_coef, const double* __restrict__ boys_table,
+    double* __restrict__ out, double* __restrict__ buf, const long long stride,
+    const int* __restrict__ p2_dst, const int* __restrict__ p2_start,
+    const int* __restrict__ p2_src, const double* __restrict__ p2_coef,
+    const int* __restrict__ p2_code, const int p2_len, const int nao,
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
+
+PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    target: str
+    tier: Tier
+    epilogue: Epilogue
+    source: str
+    n_outputs: int
+    n_slots: int  # per quartet in the slot buffer (0 for Tier 1)
+    layout: Tier2Layout | None
+
+
+def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
+    basis = "sph" if plan.graph.spherical else "cart"
+    variant = plan.variant.name.replace("-", "_")
+    return f"frcg_{plan.cls.tag}_{variant}_{basis}_t{int(tier)}_{epilogue.value}"
+
+
+def _num(x: float) -> str:
+    text = repr(float(x))
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def _expr(terms: tuple[Term, ...], name) -> str:
+    parts = []
+    for t in terms:
+        factors = [] if t.coef == 1.0 else [_num(t.coef)]
+        if t.symbol is not None:
+            factors.append(t.symbol)
+        factors.append(name(t.src))
+        parts.append(" * ".join(factors))
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+def _prologue(plan: ClassPlan) -> list[str]:
+    """Quartet geometry; all differences, never absolute coordinates."""
+    lines = [
+        "const int ia = quartets[4 * q], ib = quartets[4 * q + 1];",
+        "const int ic = quartets[4 * q + 2], id = quartets[4 * q + 3];",
+    ]
+    for c, s in zip("ABCD", ("ia", "ib", "ic", "id")):
+        lines.append(
+            f"const double {c}x = seg_xyz[3 * {s}], {c}y = seg_xyz[3 * {s} + 1], "
+            f"{c}z = seg_xyz[3 * {s} + 2];"
+        )
+    for ax in "xyz":
+        lines.append(
+            f"const double BA{ax} = B{ax} - A{ax}, DC{ax} = D{ax} - C{ax}, "
+            f"AC{ax} = A{ax} - C{ax}, AB{ax} = -BA{ax}, CD{ax} = -DC{ax};"
+        )
+    lines += [
+        "const double rab2 = BAx * BAx + BAy * BAy + BAz * BAz;",
+        "const double rcd2 = DCx * DCx + DCy * DCy + DCz * DCz;",
+        "const int pa = seg_prim[2 * ia], na = seg_prim[2 * ia + 1];",
+        "const int pb = seg_prim[2 * ib], nb = seg_prim[2 * ib + 1];",
+        "const int pc = seg_prim[2 * ic], nc = seg_prim[2 * ic + 1];",
+        "const int pd = seg_prim[2 * id], nd = seg_prim[2 * id + 1];",
+    ]
+    return lines
+
+
+def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
+    """The four primitive loops and the per-primitive-quartet quantities. With ``record`` they
+    are stored into that FrcgPrim variable instead of local constants."""
+    pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
+    d = (lambda f: f"{record}.{f}") if record else (lambda f: f"const double {f}")
+    lines = [
+        "for (int ja = 0; ja < na; ++ja) {",
+        "const double ea = prim_exp[pa + ja], ca = prim_coef[pa + ja];",
+        "for (int jb = 0; jb < nb; ++jb) {",
+        "const double eb = prim_exp[pb + jb];",
+        "const double zeta = ea + eb, ooz = 1.0 / zeta;",
+        "const double kab = ca * prim_coef[pb + jb] * exp(-ea * eb * ooz * rab2);",
+        "const double PAx = eb * ooz * BAx, PAy = eb * ooz * BAy, PAz = eb * ooz * BAz;",
+        "for (int jc = 0; jc < nc; ++jc) {",
+        "const double ec = prim_exp[pc + jc], cc = prim_coef[pc + jc];",
+        "for (int jd = 0; jd < nd; ++jd) {",
+        "const double ed = prim_exp[pd + jd];",
+        "const double eta = ec + ed, ooe = 1.0 / eta;",
+        "const double kcd = cc * prim_coef[pd + jd] * exp(-ec * ed * ooe * rcd2);",
+        "const double QCx = ed * ooe * DCx, QCy = ed * ooe * DCy, QCz = ed * ooe * DCz;",
+        "const double PQx = ACx + PAx - QCx, PQy = ACy + PAy - QCy, PQz = ACz + PAz - QCz;",
+        "const double ooze = 1.0 / (zeta + eta), rho = zeta * eta * ooze;",
+        "const double T = rho * (PQx * PQx + PQy * PQy + PQz * PQz);",
+    ]
+    fields = {
+        **{S.PA[i]: f"PA{ax}" for i, ax in enumerate("xyz")},
+        **{S.WP[i]: f"-eta * ooze * PQ{ax}" for i, ax in enumerate("xyz")},
+        **{S.QC[i]: f"QC{ax}" for i, ax in enumerate("xyz")},
+        **{S.WQ[i]: f"zeta * ooze * PQ{ax}" for i, ax in enumerate("xyz")},
+        S.OO2Z: "0.5 * ooz",
+        S.OO2E: "0.5 * ooe",
+        S.OO2ZE: "0.5 * ooze",
+        S.ROZ_OO2Z: "0.5 * rho * ooz * ooz",
+        S.ROE_OO2E: "0.5 * rho * ooe * ooe",
+        "pref": f"{_num(pref_const)} * ooz * ooe * sqrt(ooze) * kab * kcd",
+    }
+    for f in PRIMITIVE_FIELDS:
+        if record or f not in (*S.PA, *S.QC):
+            lines.append(f"{d(f)} = {fields[f]};")
+    boys_out = f"{record}.F" if record else "F"
+    if not record:
+        lines.append(f"double F[{plan.cls.total + 1}];")
+    lines.append(f"frcg_boys({plan.cls.total}, T, boys_table, {boys_out});")
+    return lines
+
+
+LOOPS_CLOSE = ["}", "}", "}", "}"]
+
+
+def _vrr_statement(dag: Dag, v: int, name, boys_leaf) -> str:
+    node = dag.nodes[v]
+    value = boys_leaf(node.label[2]) if node.is_leaf else _expr(node.terms, name)
+    return f"const double {name(v)} = {value};"
+
+
+def _jk_macro() -> str:
+    return """#define FRCG_JK(i, j, k, l, val) do { const double sv_ = sq * (val); \\
+    ATOMIC(vj[(size_t)(oa + (i)) * nao + ob + (j)], sv_ * (DM(oc + (k), od + (l)) + DM(od + (l), oc + (k)))); \\
+    ATOMIC(vj[(size_t)(oc + (k)) * nao + od + (l)], sv_ * (DM(oa + (i), ob + (j)) + DM(ob + (j), oa + (i)))); \\
+    ATOMIC(vk[(size_t)(oa + (i)) * nao + oc + (k)], sv_ * DM(ob + (j), od + (l))); \\
+    ATOMIC(vk[(size_t)(ob + (j)) * nao + oc + (k)], sv_ * DM(oa + (i), od + (l))); \\
+    ATOMIC(vk[(size_t)(oa + (i)) * nao + od + (l)], sv_ * DM(ob + (j), oc + (k))); \\
+    ATOMIC(vk[(size_t)(ob + (j)) * nao + od + (l)], sv_ * DM(oa + (i), oc + (k))); } while (0)"""
+
+
+def _tier1_body(plan: ClassPlan, epilogue: Epilogue) -> list[str]:
+    g = plan.graph
+    n_acc = plan.n_accumulators
+    lines = [f"double acc{k} = 0.0;" for k in range(n_acc)]
+    lines += _loops_open(plan, record=None)
+    vname = lambda v: f"v{v}"  # noqa: E731
+    target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
+    for v in plan.vrr_order:
+        lines.append(_vrr_statement(g.vrr, v, vname, lambda m: f"pref * F[{m}]"))
+        if v in target_of:
+            lines.append(f"acc{target_of[v]} += v{v};")
+    lines += LOOPS_CLOSE
+    hname = lambda v: f"acc{v}" if v < n_acc else f"h{v}"  # noqa: E731
+    for v in plan.hrr_order:
+        lines.append(f"const double h{v} = {_expr(g.hrr.nodes[v].terms, hname)};")
+    if epilogue is Epilogue.JK:
+        lines += [
+            "const double sq = qscale[q];",
+            "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
+        ]
+        shape = g.output_shape
+        for k, (i, j, kk, ll) in enumerate(product(*(range(s) for s in shape))):
+            lines.append(f"FRCG_JK({i}, {j}, {kk}, {ll}, {hname(g.hrr.outputs[k])});")
+    else:
+        for k, v in enumerate(g.hrr.outputs):
+            lines.append(f"OUT({k}) = {hname(v)};")
+    return lines
+
+
+def _record_type(plan: ClassPlan, name: str) -> str:
+    fields = "; ".join(f"double {f}" for f in PRIMITIVE_FIELDS)
+    return f"struct {name}_prim {{ {fields}; double F[{plan.cls.total + 1}]; }};"
+
+
+def _segment_functions(plan: ClassPlan, layout: Tier2Layout, target: Target, name: str) -> str:
+    g = plan.graph.vrr
+    target_of = {v: k for k, v in enumerate(g.outputs)}
+    out = []
+    for i, seg in enumerate(layout.segments):
+        used = sorted({t.symbol for v in seg.statements for t in g.nodes[v].terms if t.symbol})
+        body = [f"const double {s} = P->{s};" for s in used]
+        body += [f"const double v{p} = BUF({layout.vrr_slot[p]});" for p in seg.live_in]
+        for v in seg.statements:
+            body.append(_vrr_statement(g, v, lambda u: f"v{u}", lambda m: f"P->pref * P->F[{m}]"))
+            if v in seg.spill:
+                body.append(f"BUF({layout.vrr_slot[v]}) = v{v};")
+            if v in target_of:
+                body.append(f"BUF({layout.acc_slot[target_of[v]]}) += v{v};")
+        out.append(
+            f"{target.noinline_fn} void {name}_s{i}(const struct {name}_prim* __restrict__ P, "
+            f"double* __restrict__ buf, const long long stride, const int q)\n{{\n    "
+            + "\n    ".join(body)
+            + "\n}"
+        )
+    return "\n\n".join(out)
+
+
+def _tier2_body(plan: ClassPlan, layout: Tier2Layout, name: str) -> list[str]:
+    lines = [f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;"]
+    lines.append(f"struct {name}_prim P;")
+    lines += _loops_open(plan, record="P")
+    lines += [f"{name}_s{i}(&P, buf, stride, q);" for i in range(len(layout.segments))]
+    lines += LOOPS_CLOSE
+    lines += [
+        "const double sym[7] = {1.0, ABx, ABy, ABz, CDx, CDy, CDz};",
+        "for (int i = 0; i < p2_len; ++i) {",
+        "double s = 0.0;",
+        "for (int t = p2_start[i]; t < p2_start[i + 1]; ++t)",
+        "    s += p2_coef[t] * sym[p2_code[t]] * BUF(p2_src[t]);",
+        "const int dst = p2_dst[i];",
+        "if (dst >= 0) BUF(dst) = s; else OUT(-dst - 1) = s;",
+        "}",
+    ]
+    return lines
+
+
+def _indent(lines: list[str]) -> str:
+    depth, out = 1, []
+    for line in lines:
+        if line.startswith("}"):
+            depth -= 1
+        out.append("    " * depth + line)
+        if line.endswith("{"):
+            depth += 1
+    return "\n".join(out)
+
+
+def lower(
+    plan: ClassPlan,
+    target: str | Target = "cuda",
+    epilogue: str | Epilogue = Epilogue.STORE,
+    segment_size: int = DEFAULT_SEGMENT_SIZE,
+) -> KernelSource:
+    """Source of the kernel for ``plan`` in its tier (forced or chosen by the model)."""
+    tgt = TARGETS[target] if isinstance(target, str) else target
+    epi = Epilogue(epilogue)
+    tier = plan.tier
+    if tier is Tier.BUFFERED and epi is Epilogue.JK:
+        raise ValueError("Tier 2 builds J and K with its contraction kernel: lower it with 'store'")
+    name = kernel_name(plan, tier, epi)
+    n_out = math.prod(plan.graph.output_shape)
+    parts = [
+        f"// {plan.cls} variant {plan.variant.name}, Tier {int(tier)}, epilogue {epi.value}",
+        "#include <math.h>" if tgt.name == "cpp" else "",
+        "#include <stddef.h>" if tgt.name == "cpp" else "",
+        tgt.prelude(),
+        boys_source(tgt.inline_fn),
+    ]
+    layout = None
+    if tier is Tier.REGISTER:
+        if epi is Epilogue.JK:
+            parts.append(_jk_macro())
+        body = _tier1_body(plan, epi)
+        n_slots = 0
+    else:
+        layout = tier2_layout(plan, segment_size)
+        parts.append(_record_type(plan, name))
+        parts.append(_segment_functions(plan, layout, tgt, name))
+        body = _tier2_body(plan, layout, name)
+        n_slots = layout.n_slots
+    kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
+    kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
+    parts.append(f"{tgt.kernel} {name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
+    source = "\n".join(p for p in parts if p)
+    return KernelSource(name, tgt.name, tier, epi, source, n_out, n_slots, layout)

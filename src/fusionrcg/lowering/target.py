@@ -1,0 +1,63 @@
+"""What differs between the CUDA and the C++ lowering of the same arithmetic."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Epilogue(str, enum.Enum):
+    STORE = "store"  # integrals to an output buffer (verification, benchmarks)
+    JK = "jk"  # contract with a density matrix into half J and K matrices
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    inline_fn: str
+    noinline_fn: str
+    kernel: str
+    quartet_begin: str
+    quartet_end: str
+    buffer_index: str  # BUF(s): slot s of quartet q
+    output_index: str  # OUT(k): output element k of quartet q
+    atomic_add: str  # ATOMIC(x, v)
+
+    def prelude(self) -> str:
+        return "\n".join(
+            [
+                f"#define BUF(s) buf[{self.buffer_index}]",
+                f"#define OUT(k) out[{self.output_index}]",
+                f"#define ATOMIC(x, v) {self.atomic_add}",
+                "#define DM(i, j) dm[(size_t)(i) * nao + (j)]",
+            ]
+        )
+
+
+CUDA = Target(
+    name="cuda",
+    inline_fn="static __device__ __forceinline__",
+    noinline_fn="static __device__ __noinline__",
+    kernel='extern "C" __global__ void',
+    quartet_begin="const int q = blockIdx.x * blockDim.x + threadIdx.x;\n    if (q >= n) return;\n    {",
+    quartet_end="}",
+    # interleaved: consecutive threads touch consecutive addresses (coalesced)
+    buffer_index="(size_t)(s) * stride + q",
+    output_index="(size_t)(k) * n + q",
+    atomic_add="atomicAdd(&(x), (v))",
+)
+
+CPP = Target(
+    name="cpp",
+    inline_fn="static inline",
+    noinline_fn="static __attribute__((noinline))",
+    kernel='extern "C" void',
+    quartet_begin="for (int q = 0; q < n; ++q) {",
+    quartet_end="}",
+    # one quartet's slots are contiguous on the CPU (cache locality)
+    buffer_index="(size_t)q * stride + (s)",
+    output_index="(size_t)q * nout + (k)",
+    atomic_add="((x) += (v))",
+)
+
+TARGETS = {t.name: t for t in (CUDA, CPP)}

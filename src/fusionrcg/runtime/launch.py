@@ -1,0 +1,133 @@
+"""Running generated kernels on the CPU (C++ through ctypes) or the GPU (cubins through CuPy).
+
+Both executors take a plan, segment quartets of its (canonical) class and the segmented basis,
+and return the integrals as an (n, n_outputs) array in the output order of the plan, or the
+half J and K matrices of a symmetric density (``J = Jh + Jh^T``, ``K = Kh + Kh^T``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..build.library import BuiltKernel, build_kernel
+from ..lowering.boys import boys_table
+from ..lowering.target import Epilogue
+from ..orchestration.plan import ClassPlan
+from ..variants import Tier
+from .basis import SegmentedBasis
+
+BUFFER_BUDGET_BYTES = 1 << 30
+"""Slot-buffer memory per launch; larger batches are split."""
+
+
+class DeviceError(RuntimeError):
+    """No usable GPU, or not enough of its memory."""
+
+
+def _batches(n: int, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
+    size = n if n_slots == 0 else max(1, min(n, budget // (8 * n_slots)))
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def _program(kernel: BuiltKernel):
+    layout = kernel.kernel.layout
+    if layout is None:
+        empty_i = np.zeros(1, dtype=np.int32)
+        return empty_i, np.zeros(2, dtype=np.int32), empty_i, np.zeros(1), empty_i, 0
+    p = layout.program
+    return p.dst, p.start, p.src, p.coef, p.code, len(p)
+
+
+# --------------------------------------------------------------------------------------------
+# CPU: the C++ lowering
+
+
+@lru_cache(maxsize=256)
+def _cpu_function(path: Path, name: str):
+    lib = ctypes.CDLL(str(path))
+    fn = getattr(lib, name)
+    ptr = ctypes.c_void_p
+    i32, i64 = ctypes.c_int, ctypes.c_longlong
+    fn.argtypes = [i32, *[ptr] * 8, ptr, ptr, i64, *[ptr] * 5, i32, i32, ptr, ptr, ptr]
+    fn.restype = None
+    return fn
+
+
+def _p(a: np.ndarray | None):
+    return None if a is None else a.ctypes.data_as(ctypes.c_void_p)
+
+
+class CpuExecutor:
+    target = "cpp"
+
+    def __init__(self, kernel_dir=None) -> None:
+        self.kernel_dir = kernel_dir
+
+    def _run(self, plan, quartets, basis, epilogue, scales=None, dm=None):
+        built = build_kernel(plan, "cpp", epilogue, directory=self.kernel_dir)
+        fn = _cpu_function(built.binary, built.name)
+        n_out = built.kernel.n_outputs
+        n_slots = built.kernel.n_slots
+        quartets = np.ascontiguousarray(quartets, dtype=np.int32)
+        table = boys_table()
+        prog = [np.ascontiguousarray(a) for a in _program(built)[:5]]
+        p2_len = _program(built)[5]
+        out = np.empty((len(quartets), n_out))
+        jk = built.kernel.epilogue is Epilogue.JK
+        nao = basis.nao
+        vj = np.zeros((nao, nao)) if jk else None
+        vk = np.zeros((nao, nao)) if jk else None
+        dmc = np.ascontiguousarray(dm) if dm is not None else None
+        sc = np.ascontiguousarray(scales, dtype=float) if scales is not None else None
+        for lo, hi in _batches(len(quartets), n_slots):
+            buf = np.empty((hi - lo) * max(n_slots, 1))
+            fn(
+                hi - lo, _p(quartets[lo:hi]), _p(sc[lo:hi] if sc is not None else None),
+                _p(basis.xyz), _p(basis.prim), _p(basis.ao), _p(basis.exponents),
+                _p(basis.coefficients), _p(table), _p(out[lo:hi]), _p(buf), n_slots,
+                *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
+            )  # fmt: skip
+        return (vj, vk) if jk else out
+
+    def integrals(self, plan: ClassPlan, quartets, basis: SegmentedBasis) -> np.ndarray:
+        return self._run(plan, quartets, basis, Epilogue.STORE)
+
+    def jk(self, plan: ClassPlan, quartets, scales, basis: SegmentedBasis, dm):
+        if plan.tier is Tier.REGISTER:
+            return self._run(plan, quartets, basis, Epilogue.JK, scales, dm)
+        ints = self.integrals(plan, quartets, basis)
+        return contract_jk_numpy(plan, ints, quartets, scales, basis, dm)
+
+
+def contract_jk_numpy(plan, ints, quartets, scales, basis, dm):
+    """Kernel 2 on the CPU: half J and K from integrals of one class (NumPy)."""
+    shape = plan.graph.output_shape
+    nao = basis.nao
+    vj = np.zeros((nao, nao))
+    vk = np.zeros((nao, nao))
+    ranges = [np.arange(n) for n in shape]
+    for (i, j, k, l), s, v in zip(quartets, scales, ints.reshape(-1, *shape)):
+        a, b, c, d = (basis.ao[x] + r for x, r in zip((i, j, k, l), ranges))
+        sv = s * v
+        vj[np.ix_(a, b)] += np.einsum("abcd,cd->ab", sv, dm[np.ix_(c, d)] + dm[np.ix_(d, c)].T)
+        vj[np.ix_(c, d)] += np.einsum("abcd,ab->cd", sv, dm[np.ix_(a, b)] + dm[np.ix_(b, a)].T)
+        vk[np.ix_(a, c)] += np.einsum("abcd,bd->ac", sv, dm[np.ix_(b, d)])
+        vk[np.ix_(b, c)] += np.einsum("abcd,ad->bc", sv, dm[np.ix_(a, d)])
+        vk[np.ix_(a, d)] += np.einsum("abcd,bc->ad", sv, dm[np.ix_(b, c)])
+        vk[np.ix_(b, d)] += np.einsum("abcd,ac->bd", sv, dm[np.ix_(a, c)])
+    return vj, vk
+
+
+def executor(backend: str, kernel_dir=None):
+    if backend == "cpu":
+        return CpuExecutor(kernel_dir)
+    if backend == "gpu":
+        from .gpu import GpuExecutor
+
+        return GpuExecutor(kernel_dir)
+    raise ValueError(f"no executor for backend {backend!r}")
