@@ -7,6 +7,7 @@ import json
 import sys
 
 from .angmom import ClassError, QuartetClass
+from .build.compiler import CompileError
 from .stats import graph_summary
 from .variants import VARIANTS, VariantError
 
@@ -31,6 +32,37 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build(args: argparse.Namespace) -> int:
+    from .build.library import build_kernel
+    from .orchestration.plan import plan_class
+
+    plan = plan_class(QuartetClass.parse(args.quartet), args.variant, not args.cartesian)
+    built = build_kernel(plan, "cuda", args.epilogue, args.arch, args.kernel_dir)
+    report = built.report
+    summary = {
+        "class": str(plan.cls),
+        "variant": plan.variant.name,
+        "kernel": built.name,
+        "tier": int(plan.tier),
+        "arch": args.arch,
+        "registers": report.registers,
+        "spill_store_bytes": report.spill_store_bytes,
+        "spill_load_bytes": report.spill_load_bytes,
+        "stack_bytes": report.stack_bytes,
+        "slots_per_quartet": built.kernel.n_slots,
+        "compile_seconds": round(report.compile_seconds, 2),
+        "cached": built.cached,
+        "cubin": str(built.binary),
+    }
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        for k, v in summary.items():
+            print(f"{k:18s} {v}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fusionrcg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -40,6 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--cartesian", action="store_true", help="Cartesian output (mol.cart bases)")
     g.add_argument("--json", action="store_true", help="print JSON")
     g.set_defaults(run=_graph)
+    b = sub.add_parser("build", help="generate and compile a class's CUDA kernel (needs nvcc)")
+    b.add_argument("--quartet", required=True, help="angular momenta la,lb,lc,ld")
+    b.add_argument("--variant", default="full", help=f"one of: {', '.join(VARIANTS)}")
+    b.add_argument("--arch", default="sm_90", help="GPU architecture, e.g. sm_90")
+    b.add_argument("--epilogue", default="store", choices=("store", "jk"))
+    b.add_argument("--cartesian", action="store_true", help="Cartesian output")
+    b.add_argument("--kernel-dir", default=None, help="kernel library directory")
+    b.add_argument("--json", action="store_true", help="print JSON")
+    b.set_defaults(run=_build)
     return parser
 
 
@@ -47,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ClassError, VariantError) as exc:
+    except (ClassError, VariantError, CompileError) as exc:
         print(f"fusionrcg: error: {exc}", file=sys.stderr)
         return 2
 

@@ -85,11 +85,11 @@ def test_dsa_without_release_score_is_still_a_valid_order():
 
 
 def test_tier_model_and_forced_tiers():
-    small = plan_class(QuartetClass(1, 1, 1, 1))
+    small = plan_class(QuartetClass(2, 0, 2, 0))
     assert small.model_tier == Tier.REGISTER
-    assert (
-        small.registers_phase1 == 2 * (small.peak_live_vrr + 81) + RegisterModel().fixed_registers
-    )
+    fixed = RegisterModel().fixed_registers
+    assert small.registers_phase1 == 2 * (small.peak_live_vrr + 36) + fixed
+    assert plan_class(QuartetClass(1, 1, 1, 1)).model_tier == Tier.BUFFERED
     big = plan_class(QuartetClass(2, 2, 2, 2))
     assert big.tier == Tier.BUFFERED
     assert plan_class(QuartetClass(2, 2, 2, 2), "tier1-only").tier == Tier.REGISTER

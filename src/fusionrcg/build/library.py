@@ -14,12 +14,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..orchestration.plan import ClassPlan
-from ..variants import Tier
-from .compiler import CXX_FLAGS, NVCC_FLAGS, PtxasReport, cxx_shared, nvcc_cubin
 from ..lowering.kernel import KernelSource, lower
 from ..lowering.layout import DEFAULT_SEGMENT_SIZE
 from ..lowering.target import Epilogue
+from ..orchestration.plan import ClassPlan
+from ..variants import Tier
+from .compiler import CXX_FLAGS, NVCC_FLAGS, PtxasReport, cxx_shared, nvcc_cubin
 
 ENV_DIR = "FUSIONRCG_KERNEL_DIR"
 

@@ -88,7 +88,7 @@ def _prologue(plan: ClassPlan) -> list[str]:
     for ax in "xyz":
         lines.append(
             f"const double BA{ax} = B{ax} - A{ax}, DC{ax} = D{ax} - C{ax}, "
-            f"AC{ax} = A{ax} - C{ax}, AB{ax} = -BA{ax}, CD{ax} = -DC{ax};"
+            f"AC{ax} = A{ax} - C{ax};"
         )
     lines += [
         "const double rab2 = BAx * BAx + BAy * BAy + BAz * BAz;",
@@ -149,6 +149,14 @@ def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
 
 LOOPS_CLOSE = ["}", "}", "}", "}"]
 
+# Phase 2 needs A - B and C - D only after the loops: reloading keeps them out of registers
+# during the VRR.
+HRR_GEOMETRY = [
+    f"const double AB{ax} = seg_xyz[3 * ia + {i}] - seg_xyz[3 * ib + {i}], "
+    f"CD{ax} = seg_xyz[3 * ic + {i}] - seg_xyz[3 * id + {i}];"
+    for i, ax in enumerate("xyz")
+]
+
 
 def _vrr_statement(dag: Dag, v: int, name, boys_leaf) -> str:
     node = dag.nodes[v]
@@ -157,13 +165,19 @@ def _vrr_statement(dag: Dag, v: int, name, boys_leaf) -> str:
 
 
 def _jk_macro() -> str:
-    return """#define FRCG_JK(i, j, k, l, val) do { const double sv_ = sq * (val); \\
-    ATOMIC(vj[(size_t)(oa + (i)) * nao + ob + (j)], sv_ * (DM(oc + (k), od + (l)) + DM(od + (l), oc + (k)))); \\
-    ATOMIC(vj[(size_t)(oc + (k)) * nao + od + (l)], sv_ * (DM(oa + (i), ob + (j)) + DM(ob + (j), oa + (i)))); \\
-    ATOMIC(vk[(size_t)(oa + (i)) * nao + oc + (k)], sv_ * DM(ob + (j), od + (l))); \\
-    ATOMIC(vk[(size_t)(ob + (j)) * nao + oc + (k)], sv_ * DM(oa + (i), od + (l))); \\
-    ATOMIC(vk[(size_t)(oa + (i)) * nao + od + (l)], sv_ * DM(ob + (j), oc + (k))); \\
-    ATOMIC(vk[(size_t)(ob + (j)) * nao + od + (l)], sv_ * DM(oa + (i), oc + (k))); } while (0)"""
+    """Half J and K updates of one integral (8-fold symmetry through the quartet's scale)."""
+    a, b, c, d = "oa + (i)", "ob + (j)", "oc + (k)", "od + (l)"
+    updates = [
+        ("vj", a, b, f"DM({c}, {d}) + DM({d}, {c})"),
+        ("vj", c, d, f"DM({a}, {b}) + DM({b}, {a})"),
+        ("vk", a, c, f"DM({b}, {d})"),
+        ("vk", b, c, f"DM({a}, {d})"),
+        ("vk", a, d, f"DM({b}, {c})"),
+        ("vk", b, d, f"DM({a}, {c})"),
+    ]
+    body = [f"ATOMIC({m}[(size_t)({r}) * nao + {s}], sv_ * ({x}));" for m, r, s, x in updates]
+    lines = ["#define FRCG_JK(i, j, k, l, val) do {", "const double sv_ = sq * (val);", *body]
+    return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
 def _tier1_body(plan: ClassPlan, epilogue: Epilogue) -> list[str]:
@@ -177,7 +191,7 @@ def _tier1_body(plan: ClassPlan, epilogue: Epilogue) -> list[str]:
         lines.append(_vrr_statement(g.vrr, v, vname, lambda m: f"pref * F[{m}]"))
         if v in target_of:
             lines.append(f"acc{target_of[v]} += v{v};")
-    lines += LOOPS_CLOSE
+    lines += LOOPS_CLOSE + HRR_GEOMETRY
     hname = lambda v: f"acc{v}" if v < n_acc else f"h{v}"  # noqa: E731
     for v in plan.hrr_order:
         lines.append(f"const double h{v} = {_expr(g.hrr.nodes[v].terms, hname)};")
@@ -228,7 +242,7 @@ def _tier2_body(plan: ClassPlan, layout: Tier2Layout, name: str) -> list[str]:
     lines.append(f"struct {name}_prim P;")
     lines += _loops_open(plan, record="P")
     lines += [f"{name}_s{i}(&P, buf, stride, q);" for i in range(len(layout.segments))]
-    lines += LOOPS_CLOSE
+    lines += LOOPS_CLOSE + HRR_GEOMETRY
     lines += [
         "const double sym[7] = {1.0, ABx, ABy, ABz, CDx, CDy, CDz};",
         "for (int i = 0; i < p2_len; ++i) {",

@@ -39,7 +39,7 @@ CUDA = Target(
     inline_fn="static __device__ __forceinline__",
     noinline_fn="static __device__ __noinline__",
     kernel='extern "C" __global__ void',
-    quartet_begin="const int q = blockIdx.x * blockDim.x + threadIdx.x;\n    if (q >= n) return;\n    {",
+    quartet_begin="const int q = blockIdx.x * blockDim.x + threadIdx.x;\nif (q >= n) return;\n{",
     quartet_end="}",
     # interleaved: consecutive threads touch consecutive addresses (coalesced)
     buffer_index="(size_t)(s) * stride + q",

@@ -1,0 +1,249 @@
+"""GPU executor: generated cubins launched through CuPy, plus Kernel 2 (the J/K contraction of
+Tier 2), which stages a quartet's integrals and density tiles in shared memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..build.compiler import SUPPORTED_ARCHS
+from ..build.library import BuiltKernel, build_kernel
+from ..lowering.boys import boys_table
+from ..lowering.target import Epilogue
+from ..orchestration.plan import ClassPlan
+from ..variants import Tier
+from .basis import SegmentedBasis
+from .launch import BUFFER_BUDGET_BYTES, DeviceError, _batches, _program
+
+THREADS = 128
+JK_THREADS = 64
+
+JK_TRANSFORM = r"""
+extern "C" __global__ void frcg_jk_transform(
+    const int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
+    const int* __restrict__ seg_ao, const double* __restrict__ ints, const long long stride,
+    const int na, const int nb, const int nc, const int nd, const int nao,
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk)
+{
+    extern __shared__ double smem[];
+    const int q = blockIdx.x;
+    if (q >= n) return;
+    const int oa = seg_ao[quartets[4 * q]], ob = seg_ao[quartets[4 * q + 1]];
+    const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];
+    const int nout = na * nb * nc * nd;
+    double* I = smem;
+    double* Dab = I + nout;      // D[a,b] + D[b,a]
+    double* Dcd = Dab + na * nb; // D[c,d] + D[d,c]
+    double* Dbd = Dcd + nc * nd;
+    double* Dad = Dbd + nb * nd;
+    double* Dbc = Dad + na * nd;
+    double* Dac = Dbc + nb * nc;
+#define D(i, j) dm[(size_t)(i) * nao + (j)]
+    const double s = qscale[q];
+    for (int x = threadIdx.x; x < nout; x += blockDim.x) I[x] = s * ints[(size_t)x * stride + q];
+    for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
+        const int a = x / nb, b = x % nb;
+        Dab[x] = D(oa + a, ob + b) + D(ob + b, oa + a);
+    }
+    for (int x = threadIdx.x; x < nc * nd; x += blockDim.x) {
+        const int c = x / nd, d = x % nd;
+        Dcd[x] = D(oc + c, od + d) + D(od + d, oc + c);
+    }
+    for (int x = threadIdx.x; x < nb * nd; x += blockDim.x) Dbd[x] = D(ob + x / nd, od + x % nd);
+    for (int x = threadIdx.x; x < na * nd; x += blockDim.x) Dad[x] = D(oa + x / nd, od + x % nd);
+    for (int x = threadIdx.x; x < nb * nc; x += blockDim.x) Dbc[x] = D(ob + x / nc, oc + x % nc);
+    for (int x = threadIdx.x; x < na * nc; x += blockDim.x) Dac[x] = D(oa + x / nc, oc + x % nc);
+    __syncthreads();
+#define IDX(a, b, c, d) ((((a) * nb + (b)) * nc + (c)) * nd + (d))
+    for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
+        const int a = x / nb, b = x % nb;
+        double j = 0.0;
+        for (int c = 0; c < nc; ++c)
+            for (int d = 0; d < nd; ++d) j += I[IDX(a, b, c, d)] * Dcd[c * nd + d];
+        atomicAdd(&vj[(size_t)(oa + a) * nao + ob + b], j);
+    }
+    for (int x = threadIdx.x; x < nc * nd; x += blockDim.x) {
+        const int c = x / nd, d = x % nd;
+        double j = 0.0;
+        for (int a = 0; a < na; ++a)
+            for (int b = 0; b < nb; ++b) j += I[IDX(a, b, c, d)] * Dab[a * nb + b];
+        atomicAdd(&vj[(size_t)(oc + c) * nao + od + d], j);
+    }
+    for (int x = threadIdx.x; x < na * nc; x += blockDim.x) {
+        const int a = x / nc, c = x % nc;
+        double k = 0.0;
+        for (int b = 0; b < nb; ++b)
+            for (int d = 0; d < nd; ++d) k += I[IDX(a, b, c, d)] * Dbd[b * nd + d];
+        atomicAdd(&vk[(size_t)(oa + a) * nao + oc + c], k);
+    }
+    for (int x = threadIdx.x; x < nb * nc; x += blockDim.x) {
+        const int b = x / nc, c = x % nc;
+        double k = 0.0;
+        for (int a = 0; a < na; ++a)
+            for (int d = 0; d < nd; ++d) k += I[IDX(a, b, c, d)] * Dad[a * nd + d];
+        atomicAdd(&vk[(size_t)(ob + b) * nao + oc + c], k);
+    }
+    for (int x = threadIdx.x; x < na * nd; x += blockDim.x) {
+        const int a = x / nd, d = x % nd;
+        double k = 0.0;
+        for (int b = 0; b < nb; ++b)
+            for (int c = 0; c < nc; ++c) k += I[IDX(a, b, c, d)] * Dbc[b * nc + c];
+        atomicAdd(&vk[(size_t)(oa + a) * nao + od + d], k);
+    }
+    for (int x = threadIdx.x; x < nb * nd; x += blockDim.x) {
+        const int b = x / nd, d = x % nd;
+        double k = 0.0;
+        for (int a = 0; a < na; ++a)
+            for (int c = 0; c < nc; ++c) k += I[IDX(a, b, c, d)] * Dac[a * nc + c];
+        atomicAdd(&vk[(size_t)(ob + b) * nao + od + d], k);
+    }
+}
+"""
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:
+        raise DeviceError(f"the GPU backend needs CuPy ({exc})") from None
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise DeviceError("the GPU backend needs a CUDA GPU; none is visible")
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        raise DeviceError(f"the GPU backend needs a CUDA GPU: {exc}") from None
+    return cupy
+
+
+@lru_cache(maxsize=512)
+def _function(path: Path, name: str):
+    cp = _cupy()
+    return cp.RawModule(path=str(path)).get_function(name)
+
+
+@lru_cache(maxsize=1)
+def _jk_transform():
+    cp = _cupy()
+    return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(
+        "frcg_jk_transform"
+    )
+
+
+@dataclass
+class DeviceBasis:
+    xyz: object
+    prim: object
+    ao: object
+    exponents: object
+    coefficients: object
+    nao: int
+
+
+@dataclass
+class Launch:
+    """A prepared launch over device arrays; calling it runs the kernel (for timing)."""
+
+    fn: object
+    grid: int
+    args: tuple
+    out: object  # (n_outputs, n) device array
+
+    def __call__(self) -> None:
+        self.fn((self.grid,), (THREADS,), self.args)
+
+
+class GpuExecutor:
+    target = "cuda"
+
+    def __init__(self, kernel_dir=None, arch: str | None = None) -> None:
+        self.cp = _cupy()
+        if arch is None:
+            major, minor = self.cp.cuda.Device().compute_capability
+            arch = f"sm_{major}{minor}"
+        if arch not in SUPPORTED_ARCHS:
+            raise DeviceError(
+                f"GPU architecture {arch} not supported; need one of {SUPPORTED_ARCHS}"
+            )
+        self.arch = arch
+        self.kernel_dir = kernel_dir
+        self._table = self.cp.asarray(boys_table())
+        self._bases: dict[int, DeviceBasis] = {}
+
+    def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
+        key = id(basis)
+        if key not in self._bases:
+            a = self.cp.asarray
+            self._bases[key] = DeviceBasis(
+                a(basis.xyz), a(basis.prim), a(basis.ao), a(basis.exponents),
+                a(basis.coefficients), basis.nao,
+            )  # fmt: skip
+        return self._bases[key]
+
+    def build(self, plan: ClassPlan, epilogue: Epilogue = Epilogue.STORE) -> BuiltKernel:
+        return build_kernel(plan, "cuda", epilogue, arch=self.arch, directory=self.kernel_dir)
+
+    def prepare(self, built: BuiltKernel, quartets, basis: SegmentedBasis, scales=None, dm=None,
+                vj=None, vk=None) -> Launch:  # fmt: skip
+        """Device arrays and arguments for one launch over all of ``quartets``."""
+        cp = self.cp
+        dev = self.device_basis(basis)
+        n = len(quartets)
+        n_slots = built.kernel.n_slots
+        if n_slots and 8 * n_slots * n > BUFFER_BUDGET_BYTES * 4:
+            raise DeviceError(f"{built.name}: {n} quartets need more slot buffer than allowed")
+        q = cp.asarray(np.ascontiguousarray(quartets, dtype=np.int32))
+        sc = cp.asarray(np.ones(n) if scales is None else np.asarray(scales, dtype=float))
+        out = cp.empty((built.kernel.n_outputs, n))
+        buf = cp.empty(max(1, n_slots * n))
+        prog = [cp.asarray(a) for a in _program(built)[:5]]
+        p2_len = _program(built)[5]
+        dmd = cp.asarray(dm) if dm is not None else cp.zeros(1)
+        vj = vj if vj is not None else cp.zeros(1)
+        vk = vk if vk is not None else cp.zeros(1)
+        fn = _function(built.binary, built.name)
+        args = (
+            np.int32(n), q, sc, dev.xyz, dev.prim, dev.ao, dev.exponents, dev.coefficients,
+            self._table, out, buf, np.int64(n), *prog, np.int32(p2_len), np.int32(dev.nao),
+            dmd, vj, vk,
+        )  # fmt: skip
+        return Launch(fn, (n + THREADS - 1) // THREADS, args, out)
+
+    def integrals(self, plan: ClassPlan, quartets, basis: SegmentedBasis) -> np.ndarray:
+        built = self.build(plan)
+        parts = []
+        for lo, hi in _batches(len(quartets), built.kernel.n_slots):
+            launch = self.prepare(built, quartets[lo:hi], basis)
+            launch()
+            parts.append(self.cp.asnumpy(launch.out).T)
+        self.cp.cuda.Device().synchronize()
+        return np.concatenate(parts) if parts else np.empty((0, built.kernel.n_outputs))
+
+    def jk(self, plan: ClassPlan, quartets, scales, basis: SegmentedBasis, dm):
+        cp = self.cp
+        nao = basis.nao
+        vj = cp.zeros((nao, nao))
+        vk = cp.zeros((nao, nao))
+        dmd = cp.asarray(np.ascontiguousarray(dm, dtype=float))
+        if plan.tier is Tier.REGISTER:
+            built = self.build(plan, Epilogue.JK)
+            self.prepare(built, quartets, basis, scales, dmd, vj, vk)()
+        else:
+            built = self.build(plan)
+            shape = plan.graph.output_shape
+            smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
+            kernel2 = _jk_transform()
+            kernel2.max_dynamic_shared_size_bytes = smem
+            for lo, hi in _batches(len(quartets), built.kernel.n_slots):
+                launch = self.prepare(built, quartets[lo:hi], basis, scales[lo:hi])
+                launch()
+                n = hi - lo
+                kernel2(
+                    (n,), (JK_THREADS,),
+                    (np.int32(n), launch.args[1], launch.args[2], self.device_basis(basis).ao,
+                     launch.out, np.int64(n), *(np.int32(x) for x in shape), np.int32(nao),
+                     dmd, vj, vk),
+                    shared_mem=smem,
+                )  # fmt: skip
+        return cp.asnumpy(vj), cp.asnumpy(vk)
