@@ -1,0 +1,96 @@
+"""Generated sources and their build: structure, the ptxas report, bad input."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from fusionrcg import QuartetClass, Tier, plan_class
+from fusionrcg.build.compiler import CompileError, nvcc_cubin, parse_ptxas
+from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, boys_table
+from fusionrcg.lowering.kernel import lower
+from fusionrcg.lowering.layout import tier2_layout
+from fusionrcg.orchestration.slots import check_slots
+
+PTXAS = """ptxas info    : Compiling entry function 'k' for 'sm_90'
+ptxas info    : Function properties for k
+    400 bytes stack frame, 148 bytes spill stores, 192 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 400 bytes cumulative stack size
+ptxas info    : Function properties for k_s0
+    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+"""
+
+
+def test_parse_ptxas_sums_spills_over_functions():
+    r = parse_ptxas(PTXAS, 1.5)
+    assert (r.registers, r.spill_store_bytes, r.spill_load_bytes) == (255, 156, 196)
+    assert (r.stack_bytes, r.functions, r.compile_seconds) == (400, 2, 1.5)
+    with pytest.raises(ValueError):
+        parse_ptxas("nothing here")
+
+
+def test_boys_table_shape():
+    t = boys_table()
+    assert t.shape == (TABLE_POINTS, TABLE_ORDERS)
+    assert np.isclose(t[0, 0], 1.0) and np.isclose(t[0, 3], 1 / 7)
+
+
+def test_tier1_source_is_straight_line_with_accumulators():
+    plan = plan_class(QuartetClass(2, 0, 2, 0))
+    assert plan.tier is Tier.REGISTER
+    k = lower(plan, "cuda", "store")
+    assert k.n_slots == 0 and k.layout is None
+    assert k.source.count(" += v") == plan.n_accumulators  # one accumulation per HRR input
+    assert k.source.count("OUT(") == 25 + 1  # 25 outputs plus the macro definition
+    jk = lower(plan, "cuda", "jk")
+    assert jk.source.count("FRCG_JK(") == 25 + 1
+
+
+def test_tier2_layout_is_consistent():
+    plan = plan_class(QuartetClass(3, 2, 2, 1))
+    assert plan.tier is Tier.BUFFERED
+    layout = tier2_layout(plan, 500)
+    assert sum(len(s.statements) for s in layout.segments) == len(plan.vrr_order)
+    assert len(layout.segments) == -(-len(plan.vrr_order) // 500)
+    # every value read across a segment boundary was spilled by an earlier segment
+    spilled = set().union(*(s.spill for s in layout.segments))
+    assert all(set(s.live_in) <= spilled for s in layout.segments)
+    assert min(layout.vrr_slot.values(), default=layout.n_phase2_slots) >= layout.n_phase2_slots
+    check_slots(plan.vrr_ranges, _relative(layout))
+    program = layout.program
+    assert len(program) == len(plan.hrr_order)
+    assert (program.dst < 0).sum() == len(plan.graph.hrr.outputs)
+    k = lower(plan, "cpp", "store", 500)
+    assert k.source.count("__attribute__((noinline))") == len(layout.segments)
+    with pytest.raises(ValueError, match="contraction kernel"):
+        lower(plan, "cuda", "jk")
+
+
+def _relative(layout):
+    from fusionrcg.orchestration.slots import SlotPlan
+
+    rel = {v: s - layout.n_phase2_slots for v, s in layout.vrr_slot.items()}
+    return SlotPlan(rel, layout.n_vrr_values, layout.n_vrr_slots)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):
+    for cls in (QuartetClass(2, 0, 1, 1), QuartetClass(2, 2, 1, 0)):
+        k = lower(plan_class(cls), "cuda", "store")
+        src = tmp_path / f"{k.name}.cu"
+        src.write_text(k.source)
+        report = nvcc_cubin(src, tmp_path / f"{k.name}.cubin", "sm_90", str(cls))
+        assert (tmp_path / f"{k.name}.cubin").stat().st_size > 0
+        if k.tier is Tier.REGISTER:
+            assert report.spill_store_bytes == 0
+
+
+def test_compile_errors_name_the_cause(tmp_path):
+    src = tmp_path / "bad.cu"
+    src.write_text("this is not CUDA")
+    with pytest.raises(CompileError, match="architecture 'sm_99' not supported"):
+        nvcc_cubin(src, tmp_path / "bad.cubin", "sm_99", "(1,1|1,1)")
+    if shutil.which("nvcc"):
+        with pytest.raises(CompileError, match=r"\(1,1\|1,1\): compiler failed"):
+            nvcc_cubin(src, tmp_path / "bad.cubin", "sm_90", "(1,1|1,1)")
+        assert not (tmp_path / "bad.cubin").exists()
