@@ -50,3 +50,18 @@ def provenance(**extra) -> dict:
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **extra,
     }
+
+
+def gpu_info(cp) -> dict:
+    """The GPU and CUDA stack a measurement ran on (``cp`` is the cupy module)."""
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"]
+    return {
+        "gpu": name.decode() if isinstance(name, bytes) else str(name),
+        "compute_capability": dev.compute_capability,
+        "multiprocessors": dev.attributes["MultiProcessorCount"],
+        "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+        "cuda_driver": cp.cuda.runtime.driverGetVersion(),
+        "cupy": cp.__version__,
+    }

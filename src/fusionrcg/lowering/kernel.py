@@ -87,8 +87,7 @@ def _prologue(plan: ClassPlan) -> list[str]:
         )
     for ax in "xyz":
         lines.append(
-            f"const double BA{ax} = B{ax} - A{ax}, DC{ax} = D{ax} - C{ax}, "
-            f"AC{ax} = A{ax} - C{ax};"
+            f"const double BA{ax} = B{ax} - A{ax}, DC{ax} = D{ax} - C{ax}, AC{ax} = A{ax} - C{ax};"
         )
     lines += [
         "const double rab2 = BAx * BAx + BAy * BAy + BAz * BAz;",

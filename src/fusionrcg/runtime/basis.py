@@ -7,7 +7,7 @@ with ``nctr`` columns becomes ``nctr`` segments that share its primitives' expon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import product
 
 import numpy as np
@@ -28,6 +28,21 @@ class SegmentedBasis:
     nctr: np.ndarray  # (nbas,)
     nao: int
     spherical: bool
+
+    def save(self, path) -> None:
+        """Write the arrays (npz), so that benchmarks can run where PySCF is absent."""
+        np.savez(path, **{f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def load(cls, path) -> SegmentedBasis:
+        with np.load(path) as data:
+            values = {f.name: data[f.name] for f in fields(cls)}
+        values["nao"] = int(values["nao"])
+        values["spherical"] = bool(values["spherical"])
+        return cls(**values)
+
+    def segments_with_l(self, l: int) -> np.ndarray:
+        return np.flatnonzero(self.l == l).astype(np.int32)
 
     def segments(self, shell: int) -> range:
         start = int(self.first_segment[shell])

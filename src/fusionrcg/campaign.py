@@ -1,0 +1,161 @@
+"""The GPU campaign: verification and benchmarks in one process on the GPU machine.
+
+``python -m fusionrcg.campaign prepare --out DIR`` (here, with PySCF) writes the measurement
+plan, the segmented bases and the expected kernel list; the pipeline prebuilds the kernels.
+``python -m fusionrcg.campaign bench --inputs DIR --out OUT`` (on the GPU, no PySCF needed)
+measures; ``python -m fusionrcg.campaign verify --out OUT`` (on the GPU, with PySCF) checks
+every class against PySCF. Results are JSON lines written as they come, so a run cut short by
+its time limit still returns what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .angmom import QuartetClass, canonical_classes
+from .lowering.target import Epilogue
+from .runtime.basis import SegmentedBasis
+
+# cc-pVXZ for the highest l a class needs: realistic primitive counts per angular momentum
+BASIS_FOR_LMAX = {0: "cc-pvdz", 1: "cc-pvdz", 2: "cc-pvdz", 3: "cc-pvtz", 4: "cc-pvqz"}
+BENCH_MOLECULE = "water_clusters/005"  # (H2O)20
+
+
+def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dict]:
+    """Ablations on the paper's quartets (every variant, store), and both tiers with the J/K
+    epilogue on every class up to ``tier_max_total`` (the tier comparison)."""
+    plan = []
+    for text in paper_quartets:
+        cls = QuartetClass.parse(text).canonical()
+        for variant in ("full", "no-axis", "no-dsa", "no-spherical", "tier1-only", "tier2-only"):
+            plan.append({"class": cls.tag, "variant": variant, "epilogue": "store"})
+    for cls in canonical_classes():
+        if cls.total <= tier_max_total:
+            for variant in ("tier1-only", "tier2-only"):
+                plan.append({"class": cls.tag, "variant": variant, "epilogue": "jk"})
+    return plan
+
+
+def _jsonl(path: Path, record: dict) -> None:
+    with path.open("a") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+def prepare(args) -> int:
+    from qcbench.molecules import load
+
+    from .runtime.basis import segment_basis
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in sorted(set(BASIS_FOR_LMAX.values())):
+        segment_basis(load(BENCH_MOLECULE, name)).save(out / f"{name}.npz")
+    plan = measurement_plan(args.paper_quartets.split(";"), args.tier_max_total)
+    (out / "plan.json").write_text(json.dumps(plan, indent=1))
+    print(f"{len(plan)} measurements planned in {out}")
+    return 0
+
+
+def bench(args) -> int:
+    from qcbench.provenance import gpu_info, provenance
+
+    from . import bench as B
+    from .runtime.gpu import GpuExecutor
+
+    inputs, out = Path(args.inputs), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ex = GpuExecutor(kernel_dir=args.kernel_dir)
+    cp = ex.cp
+    peak = B.fp64_peak(cp)
+    info = provenance(**gpu_info(cp), fp64_fma_peak=peak, command=" ".join(sys.argv))
+    (out / "device.json").write_text(json.dumps(info, indent=1))
+    bases = {p.stem: SegmentedBasis.load(p) for p in inputs.glob("*.npz")}
+    rng = np.random.default_rng(1)
+    dms = {}
+    start = time.perf_counter()
+    results = out / "measurements.jsonl"
+    for item in json.loads((inputs / "plan.json").read_text()):
+        if time.perf_counter() - start > args.budget:
+            print("time budget reached; stopping", flush=True)
+            break
+        cls = QuartetClass(*map(int, item["class"]))
+        name = BASIS_FOR_LMAX[max(cls.ls)]
+        basis = bases[name]
+        if name not in dms:
+            a = rng.standard_normal((basis.nao, basis.nao)) * 0.01
+            dms[name] = cp.asarray(a + a.T)
+        try:
+            m = B.measure(ex, cls, item["variant"], basis, name, Epilogue(item["epilogue"]),
+                          peak, dm=dms[name])  # fmt: skip
+            _jsonl(results, m.row())
+            rate = f"{m.quartets_per_second:10.3e} q/s {m.fraction_of_peak:6.1%}"
+            print(f"{m.cls:10s} {m.variant:12s} {m.epilogue:5s} T{m.tier} {rate}", flush=True)
+        except Exception as exc:  # record and go on: one failing kernel must not stop the run
+            _jsonl(results, item | {"error": f"{type(exc).__name__}: {exc}"[:500]})
+            print(f"{item}: {exc}", flush=True)
+    return 0
+
+
+def verify(args) -> int:
+    import cupy
+
+    from qcbench.molecules import load
+    from qcbench.provenance import gpu_info, provenance
+
+    from .verify import Tolerance, adjudicate, verify_molecule
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    info = provenance(**gpu_info(cupy), command=" ".join(sys.argv))
+    (out / "verify_device.json").write_text(json.dumps(info, indent=1))
+    results = out / "verify_gpu.jsonl"
+    tol = Tolerance()
+    for name, basis in (("water_clusters/002", "cc-pvqz"), ("water_clusters/002", "ano")):
+        for cart in (False, True):
+            mol = load(name, basis, cart=cart)
+            rows = verify_molecule(mol, 4, 2, seed=5, backend="gpu", tol=tol)
+            for row in rows:
+                rec = row.row() | {"molecule": name, "basis": basis, "cartesian": cart}
+                if not row.passed:
+                    a = adjudicate(mol, row.worst_quartet, row.worst_element, tol=tol)
+                    rec |= {
+                        "exact": a.exact,
+                        "engine_error": a.engine_error,
+                        "pyscf_error": a.pyscf_error,
+                        "engine_right": a.engine_right,
+                    }
+                _jsonl(results, rec)
+            worst = max(r.max_normalized_error for r in rows)
+            print(f"{name} {basis} cart={cart}: {len(rows)} classes, worst {worst:.3g}", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fusionrcg.campaign", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--out", required=True)
+    p.add_argument("--paper-quartets", required=True, help="';'-separated la,lb,lc,ld")
+    p.add_argument("--tier-max-total", type=int, default=8)
+    p.set_defaults(run=prepare)
+    b = sub.add_parser("bench")
+    b.add_argument("--inputs", required=True)
+    b.add_argument("--out", required=True)
+    b.add_argument("--kernel-dir", default=None)
+    b.add_argument("--budget", type=float, default=400.0, help="seconds of measuring")
+    b.set_defaults(run=bench)
+    v = sub.add_parser("verify")
+    v.add_argument("--out", required=True)
+    v.set_defaults(run=verify)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
