@@ -1,0 +1,1 @@
+"""GPU backend: CuPy host code, CUDA block-pair kernels (``kernels.cu``), the cuBLAS baseline."""

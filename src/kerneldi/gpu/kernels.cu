@@ -1,0 +1,493 @@
+// KerneLDI block-pair kernels (paper Sec. III-C, Appendix A-D/E).
+//
+// Operands live in the BCS layouts built on the host: AO blocks Phi_{pg} (basis block p, grid
+// block g) stored in BCS(C) order, with the BCS(R) mirror (row_ptr, col_idx, row_blk) pointing
+// at the same data; the density matrix as dense d x d tiles with their max-norms.
+//
+//   kd_density   one thread block per grid block g: for every kept basis block p of g, the
+//                executable pairs (p, q) of g's block list are compacted with a prefix sum
+//                (Algorithm 1), R_pg = sum_q D_pq Phi_qg is formed from d x d tiles staged in
+//                shared memory, and contracted with Phi_pg into rho, grad rho and tau.
+//   kd_potential one thread block per output tile (p, r), p <= r: the grid blocks shared by rows
+//                p and r that pass the pair bound are compacted, and
+//                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18), then written to
+//                F_pr and mirrored to F_rp.
+//   kd_aow       A_b = sum_c wv_c Phi_b,c for every kept block (the GGA right operand) and max|A_b|.
+//
+// XC: 0 = LDA, 1 = GGA, 2 = meta-GGA (tau). MMA: 0 = FP64 on CUDA cores, 1 = FP64 tensor cores
+// (DMMA 8x8x4), 2 = FP16 inputs with FP32 accumulation (HMMA 16x16x16). The block size D is
+// 16, 32 or 64 with MMA 0, and 32 with the tensor-core modes.
+
+#ifndef KD_HOST_EMULATION
+#include <cuda_fp16.h>
+#include <mma.h>
+// dynamic shared memory; a macro so that the tests can build this file for the host (emulate.py)
+#define KD_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
+
+#define KD_NT 256
+
+namespace kd {
+
+constexpr int NT = KD_NT;
+constexpr int NWARP = NT / 32;
+
+__host__ __device__ constexpr int align128(int bytes) { return (bytes + 127) / 128 * 128; }
+
+template <int XC>
+struct Xc {
+  static constexpr int NRHO = XC == 0 ? 1 : (XC == 1 ? 4 : 5);
+  // right-hand components of R = D Phi_c: the meta-GGA tau needs D Phi_x, D Phi_y, D Phi_z
+  static constexpr int NRIGHT = XC == 2 ? 4 : 1;
+  // LDA and tau are symmetric in (p, q): half the pairs, off-diagonal ones twice
+  static constexpr bool SYM = XC != 1;
+};
+
+template <int MMA>
+struct Elem {
+  typedef double type;
+  static __device__ __forceinline__ double from(double x) { return x; }
+};
+template <>
+struct Elem<2> {
+  typedef __half type;
+  static __device__ __forceinline__ __half from(double x) { return __double2half(x); }
+};
+
+__device__ __forceinline__ int lower_bound(const int* __restrict__ a, int lo, int hi, int key) {
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (a[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// Algorithm 1 (parallel addressing): the exclusive prefix sum of one flag per thread, from warp
+// ballots and a scan over the per-warp counts. Returns this thread's compact position (-1 if
+// its flag is clear) and the total; every thread of the block must call it.
+__device__ __forceinline__ int compact_position(int flag, int* warp_counts, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  __syncthreads();
+  int base = 0, sum = 0;
+#pragma unroll
+  for (int w = 0; w < NWARP; ++w) {
+    const int c = warp_counts[w];
+    base += (w < warp) ? c : 0;
+    sum += c;
+  }
+  *total = sum;
+  return flag ? base + __popc(ballot & ((1u << lane) - 1u)) : -1;
+}
+
+// dst[r][c] = s * src[r][c] (src: contiguous D x D block in global memory)
+template <int D, typename E, typename C>
+__device__ __forceinline__ void stage(E* dst, int ldd, const double* __restrict__ src, double s) {
+  for (int e = threadIdx.x; e < D * D; e += NT) dst[(e / D) * ldd + e % D] = C::from(s * src[e]);
+}
+
+// dst[r][c] = w[c] * src[r][c]: columns are grid points, w their weights
+template <int D, typename E, typename C>
+__device__ __forceinline__ void stage_cols(E* dst, int ldd, const double* __restrict__ src,
+                                           const double* __restrict__ w) {
+  for (int e = threadIdx.x; e < D * D; e += NT) {
+    const int c = e % D;
+    dst[(e / D) * ldd + c] = C::from(w[c] * src[e]);
+  }
+}
+
+// ---- D x D product tiles: C += A B (nn) or C += A B^T (nt); operands in shared memory -------
+
+template <int D, int MMA>
+struct Tile;
+
+// FP64 on the CUDA cores: thread t owns column t % D and rows t / D + m * NT / D.
+template <int D>
+struct Tile<D, 0> {
+  static_assert(D * D >= NT && NT % D == 0, "block size must be 16, 32 or 64");
+  static constexpr int RS = NT / D, PT = D * D / NT;
+  double c[PT];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int m = 0; m < PT; ++m) c[m] = 0.0;
+  }
+  __device__ __forceinline__ void nn(const double* A, int lda, const double* B, int ldb) {
+    const int j = threadIdx.x % D, r0 = threadIdx.x / D;
+#pragma unroll 8
+    for (int k = 0; k < D; ++k) {
+      const double b = B[k * ldb + j];
+#pragma unroll
+      for (int m = 0; m < PT; ++m) c[m] = fma(A[(r0 + m * RS) * lda + k], b, c[m]);
+    }
+  }
+  __device__ __forceinline__ void nt(const double* A, int lda, const double* B, int ldb) {
+    const int j = threadIdx.x % D, r0 = threadIdx.x / D;
+#pragma unroll 8
+    for (int k = 0; k < D; ++k) {
+      const double b = B[j * ldb + k];
+#pragma unroll
+      for (int m = 0; m < PT; ++m) c[m] = fma(A[(r0 + m * RS) * lda + k], b, c[m]);
+    }
+  }
+  __device__ __forceinline__ void store(double* C, int ldc, float*) const {
+    const int j = threadIdx.x % D, r0 = threadIdx.x / D;
+#pragma unroll
+    for (int m = 0; m < PT; ++m) C[(r0 + m * RS) * ldc + j] = c[m];
+  }
+};
+
+// FP64 tensor cores (DMMA m8n8k4): warp w owns the 8x8 tiles (w / 2, 2 (w % 2) + {0, 1}).
+template <>
+struct Tile<32, 1> {
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> c[2];
+  __device__ __forceinline__ void zero() {
+    nvcuda::wmma::fill_fragment(c[0], 0.0);
+    nvcuda::wmma::fill_fragment(c[1], 0.0);
+  }
+  __device__ __forceinline__ void nn(const double* A, int lda, const double* B, int ldb) {
+    using namespace nvcuda::wmma;
+    const int w = threadIdx.x >> 5, rt = w >> 1, ct = (w & 1) * 2;
+#pragma unroll
+    for (int k = 0; k < 32; k += 4) {
+      fragment<matrix_a, 8, 8, 4, double, row_major> a;
+      load_matrix_sync(a, A + rt * 8 * lda + k, lda);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        fragment<matrix_b, 8, 8, 4, double, row_major> b;
+        load_matrix_sync(b, B + k * ldb + (ct + j) * 8, ldb);
+        mma_sync(c[j], a, b, c[j]);
+      }
+    }
+  }
+  __device__ __forceinline__ void nt(const double* A, int lda, const double* B, int ldb) {
+    using namespace nvcuda::wmma;
+    const int w = threadIdx.x >> 5, rt = w >> 1, ct = (w & 1) * 2;
+#pragma unroll
+    for (int k = 0; k < 32; k += 4) {
+      fragment<matrix_a, 8, 8, 4, double, row_major> a;
+      load_matrix_sync(a, A + rt * 8 * lda + k, lda);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        // B^T read as a column-major K x N operand straight from B's rows
+        fragment<matrix_b, 8, 8, 4, double, col_major> b;
+        load_matrix_sync(b, B + (ct + j) * 8 * ldb + k, ldb);
+        mma_sync(c[j], a, b, c[j]);
+      }
+    }
+  }
+  __device__ __forceinline__ void store(double* C, int ldc, float*) const {
+    const int w = threadIdx.x >> 5, rt = w >> 1, ct = (w & 1) * 2;
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      nvcuda::wmma::store_matrix_sync(C + rt * 8 * ldc + (ct + j) * 8, c[j], ldc,
+                                      nvcuda::wmma::mem_row_major);
+  }
+};
+
+// FP16 inputs, FP32 accumulation (HMMA 16x16x16, the paper's mode): warp w owns the 16x16
+// output tile w % 4 over the half w / 4 of the inner dimension; the halves are summed at store.
+template <>
+struct Tile<32, 2> {
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> c;
+  __device__ __forceinline__ void zero() { nvcuda::wmma::fill_fragment(c, 0.0f); }
+  __device__ __forceinline__ void nn(const __half* A, int lda, const __half* B, int ldb) {
+    using namespace nvcuda::wmma;
+    const int w = threadIdx.x >> 5, row = 16 * ((w & 3) >> 1), col = 16 * (w & 1), k = 16 * (w >> 2);
+    fragment<matrix_a, 16, 16, 16, __half, row_major> a;
+    fragment<matrix_b, 16, 16, 16, __half, row_major> b;
+    load_matrix_sync(a, A + row * lda + k, lda);
+    load_matrix_sync(b, B + k * ldb + col, ldb);
+    mma_sync(c, a, b, c);
+  }
+  __device__ __forceinline__ void nt(const __half* A, int lda, const __half* B, int ldb) {
+    using namespace nvcuda::wmma;
+    const int w = threadIdx.x >> 5, row = 16 * ((w & 3) >> 1), col = 16 * (w & 1), k = 16 * (w >> 2);
+    fragment<matrix_a, 16, 16, 16, __half, row_major> a;
+    fragment<matrix_b, 16, 16, 16, __half, col_major> b;
+    load_matrix_sync(a, A + row * lda + k, lda);
+    load_matrix_sync(b, B + col * ldb + k, ldb);
+    mma_sync(c, a, b, c);
+  }
+  // every thread of the block must call it (it synchronizes)
+  __device__ __forceinline__ void store(double* C, int ldc, float* scratch) const {
+    const int w = threadIdx.x >> 5, row = 16 * ((w & 3) >> 1), col = 16 * (w & 1), half = w >> 2;
+    nvcuda::wmma::store_matrix_sync(scratch + half * 1024 + row * 32 + col, c, 32,
+                                    nvcuda::wmma::mem_row_major);
+    __syncthreads();
+    for (int e = threadIdx.x; e < 1024; e += NT)
+      C[(e / 32) * ldc + e % 32] = (double)scratch[e] + (double)scratch[1024 + e];
+    __syncthreads();  // the scratch is reused by the next store
+  }
+};
+
+template <int D, int MMA>
+struct Smem {
+  typedef typename Elem<MMA>::type E;
+  // padded rows for the CUDA-core nt product (B is read down its columns); WMMA wants ld = D
+  static constexpr int LDS = MMA == 0 ? D + 1 : D;
+};
+
+}  // namespace kd
+
+using namespace kd;
+
+// Shared memory of kd_density: [D tile | right tiles, later R tiles and the final reduction |
+// FP16 scratch]. The host computes the same size (gpu/kernels.py).
+template <int XC, int D, int MMA>
+__global__ void __launch_bounds__(NT)
+    kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
+               const int* __restrict__ row_idx, const double* __restrict__ phimax,
+               const double* __restrict__ dtiles, const double* __restrict__ dmax, const int nbb,
+               const int g0, const int blk0, const double t_b, const double t_d,
+               double* __restrict__ rho, const int npts_pad,
+               unsigned long long* __restrict__ counter) {
+  typedef Xc<XC> X;
+  typedef Smem<D, MMA> S;
+  typedef typename S::E E;
+  typedef Elem<MMA> C;
+  constexpr int DD = D * D;
+  constexpr int RS = NT / D, PT = DD / NT;
+  KD_DYNAMIC_SMEM(smem);
+  E* sA = reinterpret_cast<E*>(smem);
+  unsigned char* region = smem + align128(DD * (int)sizeof(E));
+  E* sB = reinterpret_cast<E*>(region);
+  double* sR = reinterpret_cast<double*>(region);
+  constexpr int RB = X::NRIGHT * DD * 8 > X::NRHO * NT * 8 ? X::NRIGHT * DD * 8 : X::NRHO * NT * 8;
+  float* scratch = reinterpret_cast<float*>(region + align128(RB));
+  __shared__ int list[NT];
+  __shared__ int warp_counts[NWARP];
+
+  const int g = g0 + blockIdx.x;
+  const int start = col_ptr[g], n = col_ptr[g + 1] - start;
+  if (n == 0) return;
+  const int i = threadIdx.x % D, u0 = threadIdx.x / D;
+  double acc[X::NRHO];
+#pragma unroll
+  for (int o = 0; o < X::NRHO; ++o) acc[o] = 0.0;
+  unsigned long long executed = 0;
+
+  for (int a = 0; a < n; ++a) {
+    const int p = row_idx[start + a];
+    const double pmax = phimax[start + a];
+    Tile<D, MMA> t[X::NRIGHT];
+#pragma unroll
+    for (int c = 0; c < X::NRIGHT; ++c) t[c].zero();
+    int pairs = 0;
+    for (int base = X::SYM ? a : 0; base < n; base += NT) {
+      const int b = base + threadIdx.x;
+      int flag = 0;
+      if (b < n) {
+        const double dm = dmax[p * nbb + row_idx[start + b]];
+        flag = dm >= t_b && dm * fmax(pmax, phimax[start + b]) >= t_d;  // Eq. 17, both orientations
+      }
+      int total;
+      const int pos = compact_position(flag, warp_counts, &total);
+      if (pos >= 0) list[pos] = b;
+      __syncthreads();
+      for (int m = 0; m < total; ++m) {
+        const int bb = list[m];
+        const int q = row_idx[start + bb];
+        const double twice = (X::SYM && bb != a) ? 2.0 : 1.0;
+        stage<D, E, C>(sA, D, dtiles + ((size_t)p * nbb + q) * DD, twice);
+        const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
+#pragma unroll
+        for (int c = 0; c < X::NRIGHT; ++c) stage<D, E, C>(sB + c * DD, D, right + c * DD, 1.0);
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < X::NRIGHT; ++c) t[c].nn(sA, D, sB + c * DD, D);
+        __syncthreads();
+        executed += (X::SYM && bb != a) ? 2 : 1;
+      }
+      pairs += total;
+    }
+    if (pairs == 0) continue;  // uniform: every thread saw the same totals
+    // R_c = sum_q D_pq Phi_qg,c to shared memory, then contract with Phi_pg over the rows u
+#pragma unroll
+    for (int c = 0; c < X::NRIGHT; ++c) t[c].store(sR + c * DD, D, scratch);
+    __syncthreads();
+    const double* left = phi + (size_t)(start + a - blk0) * ncs * DD;
+#pragma unroll
+    for (int m = 0; m < PT; ++m) {
+      const int e = (u0 + m * RS) * D + i;
+      const double r0 = sR[e], l0 = left[e];
+      acc[0] = fma(l0, r0, acc[0]);
+      if (XC == 1) {
+#pragma unroll
+        for (int k = 1; k < 4; ++k) acc[k] = fma(2.0 * left[k * DD + e], r0, acc[k]);
+      }
+      if (XC == 2) {
+        double tau = 0.0;
+#pragma unroll
+        for (int k = 1; k < 4; ++k) {
+          const double lk = left[k * DD + e], rk = sR[k * DD + e];
+          acc[k] += lk * r0 + l0 * rk;
+          tau = fma(lk, rk, tau);
+        }
+        acc[4] = fma(0.5, tau, acc[4]);
+      }
+    }
+    __syncthreads();
+  }
+  // sum the partial sums of the threads that share a grid point
+  double* red = sR;
+#pragma unroll
+  for (int o = 0; o < X::NRHO; ++o) red[o * NT + threadIdx.x] = acc[o];
+  __syncthreads();
+  if (threadIdx.x < D) {
+#pragma unroll
+    for (int o = 0; o < X::NRHO; ++o) {
+      double s = 0.0;
+      for (int k = 0; k < RS; ++k) s += red[o * NT + k * D + threadIdx.x];
+      rho[(size_t)o * npts_pad + (size_t)g * D + threadIdx.x] = s;
+    }
+  }
+  if (threadIdx.x == 0) atomicAdd(counter, executed);
+}
+
+// Shared memory of kd_potential: [left tile | right tile] (reused for the output tile) and the
+// FP16 scratch. The host computes the same size (gpu/kernels.py).
+template <int XC, int D, int MMA>
+__global__ void __launch_bounds__(NT)
+    kd_potential(const double* __restrict__ phi, const int ncs, const double* __restrict__ aow,
+                 const double* __restrict__ amax, const int* __restrict__ row_ptr,
+                 const int* __restrict__ col_idx, const int* __restrict__ row_blk,
+                 const double* __restrict__ phimax, const double* __restrict__ w0,
+                 const double* __restrict__ wt, const double* __restrict__ wmax0,
+                 const double* __restrict__ wmaxt, const int* __restrict__ tiles, const int g0,
+                 const int g1, const int blk0, const double t_d, double* __restrict__ F,
+                 const int nao_pad, unsigned long long* __restrict__ counter) {
+  typedef Smem<D, MMA> S;
+  typedef typename S::E E;
+  typedef Elem<MMA> C;
+  constexpr int DD = D * D, LDS = S::LDS;
+  KD_DYNAMIC_SMEM(smem);
+  E* sL = reinterpret_cast<E*>(smem);
+  E* sR = reinterpret_cast<E*>(smem + align128(D * LDS * (int)sizeof(E)));
+  double* sC = reinterpret_cast<double*>(smem);
+  constexpr int TWO = 2 * align128(D * LDS * (int)sizeof(E));
+  float* scratch = reinterpret_cast<float*>(smem + (TWO > DD * 8 ? TWO : align128(DD * 8)));
+  __shared__ int list_a[NT];
+  __shared__ int list_b[NT];
+  __shared__ int warp_counts[NWARP];
+
+  const int p = tiles[2 * blockIdx.x], r = tiles[2 * blockIdx.x + 1];
+  const int ps = lower_bound(col_idx, row_ptr[p], row_ptr[p + 1], g0);
+  const int pe = lower_bound(col_idx, ps, row_ptr[p + 1], g1);
+  const int rs = lower_bound(col_idx, row_ptr[r], row_ptr[r + 1], g0);
+  const int re = lower_bound(col_idx, rs, row_ptr[r + 1], g1);
+  if (ps == pe || rs == re) return;
+  // walk the shorter row, find its grid blocks in the longer one (Eq. 15 intersection)
+  const bool walk_p = (pe - ps) <= (re - rs);
+  const int ws = walk_p ? ps : rs, we = walk_p ? pe : re;
+  const int ss = walk_p ? rs : ps, se = walk_p ? re : pe;
+
+  Tile<D, MMA> acc;
+  acc.zero();
+  unsigned long long executed = 0;
+  for (int base = ws; base < we; base += NT) {
+    const int e = base + threadIdx.x;
+    int flag = 0, k = 0;
+    if (e < we) {
+      const int g = col_idx[e];
+      k = lower_bound(col_idx, ss, se, g);
+      if (k < se && col_idx[k] == g) {
+        const int bp = row_blk[walk_p ? e : k], br = row_blk[walk_p ? k : e];
+        double bound;
+        if (XC == 0) {
+          bound = phimax[bp] * phimax[br] * wmax0[g];
+        } else {
+          bound = phimax[bp] * amax[br - blk0] + amax[bp - blk0] * phimax[br];
+          if (XC == 2) bound += phimax[bp] * phimax[br] * wmaxt[g];
+        }
+        flag = bound >= t_d;  // Eq. 17 on the terms of the pair
+      }
+    }
+    int total;
+    const int pos = compact_position(flag, warp_counts, &total);
+    if (pos >= 0) {
+      list_a[pos] = walk_p ? e : k;  // BCS(R) entry of row p
+      list_b[pos] = walk_p ? k : e;  // BCS(R) entry of row r
+    }
+    __syncthreads();
+    for (int m = 0; m < total; ++m) {
+      const int ea = list_a[m], eb = list_b[m];
+      const int g = col_idx[ea];
+      const int bp = row_blk[ea] - blk0, br = row_blk[eb] - blk0;
+      const double* P = phi + (size_t)bp * ncs * DD;
+      const double* R = phi + (size_t)br * ncs * DD;
+      if (XC == 0) {
+        stage<D, E, C>(sL, LDS, P, 1.0);
+        stage_cols<D, E, C>(sR, LDS, R, w0 + (size_t)g * D);
+        __syncthreads();
+        acc.nt(sL, LDS, sR, LDS);
+        __syncthreads();
+      } else {
+        // F = Phi A^T + A Phi^T with A = sum_c wv_c Phi_c (wv_0 halved on the host)
+        stage<D, E, C>(sL, LDS, P, 1.0);
+        stage<D, E, C>(sR, LDS, aow + (size_t)br * DD, 1.0);
+        __syncthreads();
+        acc.nt(sL, LDS, sR, LDS);
+        __syncthreads();
+        stage<D, E, C>(sL, LDS, aow + (size_t)bp * DD, 1.0);
+        stage<D, E, C>(sR, LDS, R, 1.0);
+        __syncthreads();
+        acc.nt(sL, LDS, sR, LDS);
+        __syncthreads();
+        if (XC == 2) {
+          // + sum_k Phi_k diag(w_tau) Phi_k^T (w_tau halved on the host)
+          for (int c = 1; c < 4; ++c) {
+            stage<D, E, C>(sL, LDS, P + c * DD, 1.0);
+            stage_cols<D, E, C>(sR, LDS, R + c * DD, wt + (size_t)g * D);
+            __syncthreads();
+            acc.nt(sL, LDS, sR, LDS);
+            __syncthreads();
+          }
+        }
+      }
+    }
+    executed += total;
+  }
+  if (__syncthreads_or(executed > 0) == 0) return;
+  acc.store(sC, D, scratch);
+  __syncthreads();
+  for (int e = threadIdx.x; e < DD; e += NT) {
+    const int u = e / D, v = e % D;
+    const double val = sC[e];
+    F[(size_t)(p * D + u) * nao_pad + r * D + v] += val;
+    if (p != r) F[(size_t)(r * D + v) * nao_pad + p * D + u] += val;
+  }
+  if (threadIdx.x == 0) atomicAdd(counter, (unsigned long long)(p == r ? executed : 2 * executed));
+}
+
+// A_b = sum_{c<4} wv_c Phi_b,c on every kept block of the batch, and max |A_b|.
+template <int D>
+__global__ void __launch_bounds__(NT)
+    kd_aow(const double* __restrict__ phi, const int ncs, const double* __restrict__ wv,
+           const int npts_pad, const int* __restrict__ blk_col, const int blk0,
+           double* __restrict__ aow, double* __restrict__ amax) {
+  constexpr int DD = D * D;
+  __shared__ double red[NT];
+  const int b = blockIdx.x;
+  const int g = blk_col[blk0 + b];
+  const double* src = phi + (size_t)b * ncs * DD;
+  double m = 0.0;
+  for (int e = threadIdx.x; e < DD; e += NT) {
+    const size_t pt = (size_t)g * D + e % D;
+    double s = 0.0;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) s = fma(wv[c * (size_t)npts_pad + pt], src[c * DD + e], s);
+    aow[(size_t)b * DD + e] = s;
+    m = fmax(m, fabs(s));
+  }
+  red[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = NT / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) red[threadIdx.x] = fmax(red[threadIdx.x], red[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) amax[b] = red[0];
+}

@@ -1,0 +1,119 @@
+"""The block-pair kernels of ``kernels.cu``: instantiation names, shared-memory sizes,
+compilation through CuPy (NVRTC, or nvcc when NVRTC is unavailable) and an nvcc check."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import SettingsError
+
+SOURCE = Path(__file__).with_name("kernels.cu")
+NT = 256  # threads per block, KD_NT in the source
+XC_CODES = {"LDA": 0, "GGA": 1, "MGGA": 2}
+MMA_CODES = {"fp64": 0, "fp64-tc": 1, "fp16-tc": 2}
+SMEM_DEFAULT = 48 * 1024
+
+
+def _align(nbytes: int) -> int:
+    return (nbytes + 127) // 128 * 128
+
+
+def check_supported(block_size: int, mma: str) -> None:
+    if mma not in MMA_CODES:
+        raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
+    if mma == "fp64" and block_size not in (16, 32, 64):
+        raise SettingsError(f"the GPU kernels take block_size 16, 32 or 64, got {block_size}")
+    if mma != "fp64" and block_size != 32:
+        raise SettingsError(f"the tensor-core kernels take block_size 32, got {block_size}")
+
+
+def density_smem(xc: int, d: int, mma: int) -> int:
+    """Bytes of dynamic shared memory of kd_density (mirrors the layout in the source)."""
+    esz = 2 if mma == 2 else 8
+    nright, nrho = (4 if xc == 2 else 1), (1, 4, 5)[xc]
+    region = max(nright * d * d * 8, nrho * NT * 8)
+    return _align(d * d * esz) + _align(region) + (_align(2 * d * d * 4) if mma == 2 else 0)
+
+
+def potential_smem(d: int, mma: int) -> int:
+    """Bytes of dynamic shared memory of kd_potential (mirrors the layout in the source)."""
+    esz = 2 if mma == 2 else 8
+    lds = d + 1 if mma == 0 else d
+    two = 2 * _align(d * lds * esz)
+    base = two if two > d * d * 8 else _align(d * d * 8)
+    return base + (_align(2 * d * d * 4) if mma == 2 else 0)
+
+
+def names(d: int, mma: int) -> list[str]:
+    out = [f"kd_aow<{d}>"]
+    for xc in XC_CODES.values():
+        out += [f"kd_density<{xc},{d},{mma}>", f"kd_potential<{xc},{d},{mma}>"]
+    return out
+
+
+def smem_bytes(expr: str, d: int, mma: int) -> int:
+    if expr.startswith("kd_density"):
+        return density_smem(int(expr.split("<")[1].split(",")[0]), d, mma)
+    if expr.startswith("kd_potential"):
+        return potential_smem(d, mma)
+    return 0
+
+
+@functools.cache
+def module(d: int, mma: str) -> dict:
+    """The compiled kernels of one block size and product mode: {name: (RawKernel, smem)}."""
+    import cupy
+
+    check_supported(d, mma)
+    m = MMA_CODES[mma]
+    wanted = names(d, m)
+    code = SOURCE.read_text()
+    try:
+        mod = cupy.RawModule(code=code, options=("-std=c++17",), name_expressions=wanted)
+        mod.compile()
+    except cupy.cuda.compiler.CompileException:
+        mod = cupy.RawModule(
+            code=code, options=("-std=c++17",), name_expressions=wanted, backend="nvcc"
+        )
+    kernels = {}
+    for name in wanted:
+        k = mod.get_function(name)
+        smem = smem_bytes(name, d, m)
+        if smem > SMEM_DEFAULT:
+            k.max_dynamic_shared_size_bytes = smem
+        kernels[name] = (k, smem)
+    return kernels
+
+
+def nvcc_check(arch: str = "sm_90", out_dir: str | Path | None = None) -> str:
+    """Compile every instantiation with nvcc (no GPU needed); returns ptxas's report."""
+    refs = []
+    for mma in MMA_CODES:
+        for d in (16, 32, 64) if mma == "fp64" else (32,):
+            refs += [f"(void*)&{n}" for n in names(d, MMA_CODES[mma])]
+    body = SOURCE.read_text() + "\nvoid* kd_instances[] = {" + ", ".join(refs) + "};\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kd_check.cu"
+        src.write_text(body)
+        out = Path(out_dir or tmp) / "kd_check.cubin"
+        res = subprocess.run(
+            [
+                "nvcc",
+                f"-arch={arch}",
+                "-std=c++17",
+                "-cubin",
+                "-Xptxas",
+                "-v",
+                "-o",
+                str(out),
+                str(src),
+            ],
+            capture_output=True,
+            text=True,
+        )
+    if res.returncode != 0:
+        raise RuntimeError(f"nvcc failed:\n{res.stderr}")
+    return res.stderr

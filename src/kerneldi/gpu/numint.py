@@ -1,0 +1,39 @@
+"""The GPU NumInt class: GPU4PySCF's NumInt with KerneLDI's ``nr_rks``/``nr_uks``."""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import BackendUnavailable
+from ..numint import KerneLDIMixin
+
+
+@functools.cache
+def gpu_numint_class():
+    """Built on first use, so that the package imports without CuPy or GPU4PySCF."""
+    try:
+        import cupy
+    except ImportError as err:
+        raise BackendUnavailable(f"the GPU backend needs CuPy: {err}") from None
+    try:
+        ndev = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # no driver, no device
+        raise BackendUnavailable(f"the GPU backend needs a CUDA GPU: {err}") from None
+    if ndev == 0:
+        raise BackendUnavailable("the GPU backend needs a CUDA GPU; none is visible")
+    try:
+        from gpu4pyscf.dft import numint as gpu_numint
+    except Exception as err:
+        raise BackendUnavailable(f"the GPU backend needs GPU4PySCF: {err}") from None
+    from .device import CupyDevice
+    from .engine import make_engine
+
+    class GPUNumInt(KerneLDIMixin, gpu_numint.NumInt):
+        """GPU4PySCF's NumInt with KerneLDI's GPU engine (CuPy + block-pair kernels)."""
+
+        _kerneldi_backend = "gpu"
+
+        def _new_engine(self, mol, layout, xctype: str):
+            return make_engine(self.engine_kind, mol, layout, self.settings, xctype, CupyDevice())
+
+    return GPUNumInt
