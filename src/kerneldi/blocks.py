@@ -185,14 +185,14 @@ class BlockPattern:
     def retained_fraction(self) -> float:
         return self.nblk / max(1, self.nbr * self.nbc)
 
-    def tile_pairs(self) -> np.ndarray:
+    def tile_pairs(self, chunk: int = 1 << 16) -> np.ndarray:
         """Output tiles (p, r), p <= r, whose block rows share at least one grid block."""
-        import scipy.sparse as sp
-
-        m = sp.csr_matrix(
-            (np.ones(self.nblk, dtype=np.float32), (self.row_idx, self.block_cols())),
-            shape=(self.nbr, self.nbc),
-        )
-        p, r = sp.triu(m @ m.T).nonzero()
-        order = np.lexsort((r, p))
-        return np.stack([p[order], r[order]], axis=1).astype(np.int32)
+        shared = np.zeros((self.nbr, self.nbr), dtype=np.float32)
+        cols = self.block_cols()
+        for g0 in range(0, self.nbc, chunk):
+            b0, b1 = self.col_ptr[g0], self.col_ptr[min(g0 + chunk, self.nbc)]
+            m = np.zeros((self.nbr, min(chunk, self.nbc - g0)), dtype=np.float32)
+            m[self.row_idx[b0:b1], cols[b0:b1] - g0] = 1.0
+            shared += m @ m.T
+        p, r = np.nonzero(np.triu(shared))
+        return np.stack([p, r], axis=1).astype(np.int32)

@@ -21,7 +21,6 @@ from .settings import Settings
 
 CHUNK_BLOCKS = 2048  # grid blocks per chunk: bounds the gathered temporaries
 SETUP_BLOCKS = 256  # grid blocks per AO evaluation batch
-GEMM_K = 4096  # OpenBLAS slows down by orders of magnitude on thin GEMMs with a very long K
 
 
 def eval_ao_rows(mol, coords: np.ndarray, deriv: int) -> np.ndarray:
@@ -36,12 +35,10 @@ def eval_ao_cols(mol, coords: np.ndarray, deriv: int) -> np.ndarray:
     return eval_ao_rows(mol, coords, deriv).transpose(0, 2, 1)
 
 
-def gemm_nt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b.T for short, wide a and b, in slices of the inner dimension."""
-    out = np.zeros((a.shape[0], b.shape[0]))
-    for k in range(0, a.shape[1], GEMM_K):
-        out += a[:, k : k + GEMM_K] @ b[:, k : k + GEMM_K].T
-    return out
+def sum_nt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum_n a[n] @ b[n].T over stacks of d x d blocks. Batched small products: one thin GEMM
+    with a long inner dimension runs far slower in a multithreaded OpenBLAS."""
+    return np.matmul(a, b.transpose(0, 2, 1)).sum(axis=0)
 
 
 def _chunks(ngb: int, size: int = CHUNK_BLOCKS):
@@ -216,10 +213,7 @@ class CPUBlockEngine:
                         if xctype == "MGGA":
                             left += [data[lp, k] for k in (1, 2, 3)]
                             right += [data[lr, k] * wb[lr, 4] for k in (1, 2, 3)]
-                    # one GEMM over all kept grid blocks and terms: (d, n d) x (n d, d)
-                    a = np.concatenate(left).transpose(1, 0, 2).reshape(d, -1)
-                    b = np.concatenate(right).transpose(1, 0, 2).reshape(d, -1)
-                    f[p, r] += gemm_nt(a, b)
+                    f[p, r] += sum(sum_nt(a, b) for a, b in zip(left, right))
         self.counts["potential_pairs"] = executed
         self.counts["potential_candidates"] = lay.nbb**2 * lay.ngb
         iu = np.triu_indices(lay.nbb, 1)

@@ -24,7 +24,8 @@ _LAPLACIAN_MGGA = ("CC06", "CS", "BR89", "MK00")
 
 
 def _is_device_array(a) -> bool:
-    return type(a).__module__.startswith("cupy")
+    """CuPy arrays and their subclasses (GPU4PySCF tags density matrices with one)."""
+    return hasattr(a, "__cuda_array_interface__")
 
 
 def _host(a) -> np.ndarray:

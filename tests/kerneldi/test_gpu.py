@@ -1,0 +1,51 @@
+"""The GPU backend on a real GPU (CuPy, GPU4PySCF): skipped where there is none."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kerneldi
+from conftest import EXC_TOL, VXC_TOL
+
+pytestmark = pytest.mark.gpu
+
+CASE = ("water_clusters/003", "def2-svp", 1)
+
+
+@pytest.mark.parametrize("mma", ["fp64", "fp64-tc"])
+@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+def test_gpu_backend_matches_pyscf(xc, mma, get_system, get_reference):
+    import cupy
+
+    mol, grids, dm = get_system(*CASE)
+    n0, e0, v0 = get_reference(*CASE, xc, "rks")
+    n, e, v = kerneldi.NumInt(backend="gpu", mma=mma).nr_rks(mol, grids, xc, cupy.asarray(dm))
+    assert isinstance(v, cupy.ndarray)
+    assert abs(e - e0) <= EXC_TOL and float(abs(v.get() - v0).max()) <= VXC_TOL
+
+
+def test_gpu_backend_unrestricted(get_system, get_reference):
+    case = ("water_clusters/002", "def2-svp", 1)
+    mol, grids, dm = get_system(*case, charge=1, spin=1)
+    n0, e0, v0 = get_reference(*case, "m062x", "uks", 1, 1)
+    n, e, v = kerneldi.NumInt(backend="gpu").nr_uks(mol, grids, "m062x", dm)
+    assert isinstance(v, np.ndarray)  # host in, host out
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+
+
+def test_gpu4pyscf_scf_with_the_engine():
+    from gpu4pyscf import dft
+
+    from qcbench.molecules import load
+
+    mol = load("water_clusters/002", "def2-svp")
+    energies = []
+    for numint in (None, kerneldi.NumInt(backend="gpu")):
+        mf = dft.RKS(mol, xc="m062x")
+        mf.grids.level = 3
+        mf.conv_tol = 1e-10
+        if numint is not None:
+            mf._numint = numint
+        energies.append(mf.kernel())
+    assert abs(energies[1] - energies[0]) <= 1e-7

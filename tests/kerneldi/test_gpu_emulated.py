@@ -1,0 +1,120 @@
+"""The GPU backend's host code and the CUDA source of its kernels, run on the CPU.
+
+``kernels.cu`` is built for the host against ``emu_shim.h`` (one thread per CUDA thread), and
+the GPU engine runs on it with NumPy arrays and PySCF's AO values. Checked: agreement with
+PySCF's NumInt, and the same executed block pairs as the CPU backend. Problems are small (a
+subset of a real grid): 256 host threads per block are slow.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import kerneldi
+from conftest import EXC_TOL, VXC_TOL, subgrid
+from kerneldi.numint import CPUNumInt
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
+
+
+class EmulatedNumInt(CPUNumInt):
+    """The CPU NumInt API in front of the GPU engine on the emulated device."""
+
+    def __init__(self, engine_options=None, **options):
+        super().__init__(**options)
+        self.engine_options = engine_options or {}
+
+    def _new_engine(self, mol, layout, xctype):
+        from kerneldi.gpu.device import EmulatedDevice
+        from kerneldi.gpu.engine import make_engine
+
+        return make_engine(
+            self.engine_kind, mol, layout, self.settings, xctype, EmulatedDevice(),
+            **self.engine_options,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def small(get_system):
+    # 65 AOs: three basis blocks of 32 (five of 16), 700 points of a real grid
+    mol, grids, dm = get_system("water_clusters/003", "6-31g", 0)
+    return mol, subgrid(grids, 700), dm
+
+
+def compare(mol, grids, dm, xc, kind, **options):
+    from pyscf import dft
+
+    ref = getattr(dft.numint.NumInt(), f"nr_{kind}")(mol, grids, xc, dm)
+    emu = EmulatedNumInt(**options)
+    got = getattr(emu, f"nr_{kind}")(mol, grids, xc, dm)
+    cpu = kerneldi.NumInt(**{k: v for k, v in options.items() if k != "engine_options"})
+    getattr(cpu, f"nr_{kind}")(mol, grids, xc, dm)
+    return ref, got, emu.stats(), cpu.stats()
+
+
+@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+def test_fp64_kernels_match_pyscf_and_execute_the_cpu_pairs(small, xc):
+    mol, grids, dm = small
+    (n0, e0, v0), (n, e, v), emu, cpu = compare(mol, grids, dm, xc, "rks", t_d=1e-7)
+    assert abs(e - e0) <= 1e-6 and np.abs(v - v0).max() <= 1e-5  # loose t_d: pairs dropped
+    for kind in ("density", "potential"):
+        assert emu[f"{kind}_pair_fraction"] == cpu[f"{kind}_pair_fraction"]
+    assert emu["potential_pair_fraction"] < 1.0
+    (n0, e0, v0), (n, e, v), _, _ = compare(mol, grids, dm, xc, "rks")
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+
+
+def test_unrestricted_meta_gga(get_system):
+    mol, grids, dm = get_system("water_clusters/002", "def2-svp", 1, charge=1, spin=1)
+    (n0, e0, v0), (n, e, v), _, _ = compare(mol, subgrid(grids, 500), dm, "m062x", "uks")
+    assert np.abs(np.asarray(n) - n0).max() <= 1e-9
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"mma": "fp64-tc"},
+        {"block_size": 16},
+        {"ao_cache": "never", "engine_options": {"batch_bytes": 1_500_000}},
+    ],
+    ids=["fp64-tensor-cores", "d16", "recompute-per-batch"],
+)
+def test_kernel_variants(small, options):
+    mol, grids, dm = small
+    (n0, e0, v0), (n, e, v), emu, _ = compare(mol, grids, dm, "pbe", "rks", **options)
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+    if options.get("ao_cache") == "never":
+        assert not emu["ao_cached"] and emu["grid_batches"] > 1
+
+
+def test_fp16_tensor_core_error_is_measured(small):
+    mol, grids, dm = small
+    (n0, e0, v0), (n, e, v), _, _ = compare(mol, grids, dm, "lda,vwn", "rks", mma="fp16-tc")
+    # FP16 inputs carry 11 significant bits: the error is real but bounded
+    rel = abs(e - e0) / abs(e0)
+    assert 1e-9 < rel < 1e-2
+    assert np.abs(v - v0).max() < 1e-1 * np.abs(v0).max()
+
+
+def test_dense_baseline_on_the_emulated_device(small):
+    mol, grids, dm = small
+    (n0, e0, v0), (n, e, v), _, _ = compare(mol, grids, dm, "m062x", "rks", engine="dense")
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_every_kernel_instantiation_compiles_for_sm90():
+    from kerneldi.gpu import kernels
+
+    report = kernels.nvcc_check("sm_90")
+    expected = {
+        name
+        for mma, code in kernels.MMA_CODES.items()
+        for d in ((16, 32, 64) if mma == "fp64" else (32,))
+        for name in kernels.names(d, code)
+    }
+    assert report.count("Compiling entry function") == len(expected) == 33

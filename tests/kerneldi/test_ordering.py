@@ -1,0 +1,102 @@
+"""Morton grid order (Eq. 20, Appendix A-B1) and clustered basis order (Appendix A-B2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kerneldi import ordering
+
+
+def morton_reference(q: np.ndarray) -> np.ndarray:
+    """Eq. 20 bit by bit: m = sum_k z_k 2^(3k) + y_k 2^(3k+1) + x_k 2^(3k+2)."""
+    out = np.zeros(len(q), dtype=object)
+    for n, (x, y, z) in enumerate(q.tolist()):
+        m = 0
+        for k in range(20):
+            m |= ((z >> k) & 1) << (3 * k) | ((y >> k) & 1) << (3 * k + 1)
+            m |= ((x >> k) & 1) << (3 * k + 2)
+        out[n] = m
+    return out
+
+
+def test_morton_codes_interleave_20_bit_coordinates():
+    rng = np.random.default_rng(1)
+    q = rng.integers(0, 1 << 20, size=(200, 3))
+    q[0] = (1 << 20) - 1  # all 60 bits set
+    q[1] = 0  # the lattice starts at the smallest coordinate
+    codes = ordering.morton_codes(q.astype(float), resolution=1.0)
+    assert [int(c) for c in codes] == list(morton_reference(q))
+    assert int(codes[0]) == (1 << 60) - 1
+
+
+def test_lattice_scales_shifts_and_truncates():
+    coords = np.array([[-1.0, 0.0, 2.0], [-0.99, 0.5, 2.0], [3.0, 1.0, 2.0078125]])
+    q = ordering.lattice(coords, 128.0)
+    np.testing.assert_array_equal(q[0], [0, 0, 0])
+    np.testing.assert_array_equal(q[1], [1, 64, 0])  # 0.01 * 128 = 1.28 -> 1
+    np.testing.assert_array_equal(q[2], [512, 128, 1])
+
+
+def test_grid_order_groups_by_atom_then_morton_stably(get_system):
+    _, grids, _ = get_system("water_clusters/002", "sto-3g", 1)
+    coords, atoms = grids.coords, grids.atm_idx
+    perm = ordering.grid_order(coords, atoms, 128.0)
+    assert sorted(perm.tolist()) == list(range(len(coords)))
+    a = atoms[perm]
+    assert np.all(np.diff(a) >= 0)
+    codes = ordering.morton_codes(coords, 128.0)[perm]
+    for atom in np.unique(a):
+        c = codes[a == atom]
+        assert np.all(c[1:] >= c[:-1])
+    # equal codes keep their input order (stable sort)
+    dup = np.concatenate([coords, coords[:50]])
+    p = ordering.grid_order(dup, np.concatenate([atoms, atoms[:50]]), 128.0)
+    pos = np.argsort(p)
+    assert np.all(pos[:50] < pos[len(coords) : len(coords) + 50])
+
+
+def test_morton_order_keeps_neighbours_close(get_system):
+    _, grids, _ = get_system("water_clusters/003", "sto-3g", 1)
+    c = grids.coords
+    perm = ordering.grid_order(c, grids.atm_idx, 128.0)
+    step = lambda x: np.linalg.norm(np.diff(x, axis=0), axis=1).mean()  # noqa: E731
+    shuffled = c[np.random.default_rng(0).permutation(len(c))]
+    assert step(c[perm]) < 0.25 * step(shuffled)
+
+
+def adjacent_cost(dist: np.ndarray, order: np.ndarray) -> float:
+    return float(dist[order[:-1], order[1:]].sum())
+
+
+def test_cluster_order_puts_similar_functions_next_to_each_other(get_system):
+    mol, _, _ = get_system("water_clusters/003", "6-31g", 0)
+    s = mol.intor("int1e_ovlp")
+    dist = ordering.cosine_distances(s)
+    shuffled = np.random.default_rng(3).permutation(mol.nao)
+    optimal = ordering.cluster_order(s, "optimal")
+    greedy = ordering.cluster_order(s, "greedy")
+    for order in (optimal, greedy):
+        assert sorted(order.tolist()) == list(range(mol.nao))
+    for order in (optimal, greedy):
+        assert adjacent_cost(dist, order) < 0.5 * adjacent_cost(dist, shuffled)
+
+
+def test_cluster_order_follows_a_chain():
+    # overlap of Gaussians along a line: the best order walks the line
+    x = np.random.default_rng(5).permutation(np.arange(40.0))
+    s = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2)
+    for leaf_order in ("optimal", "greedy"):
+        walk = x[ordering.cluster_order(s, leaf_order)]
+        steps = np.abs(np.diff(walk))
+        assert steps.max() == 1.0, leaf_order
+
+
+def test_cosine_distances_match_eq21():
+    s = np.random.default_rng(2).random((6, 6))
+    dist = ordering.cosine_distances(s)
+    i, j = 1, 4
+    expect = 1 - s[i] @ s[j] / np.linalg.norm(s[i]) / np.linalg.norm(s[j])
+    assert dist[i, j] == pytest.approx(expect, abs=1e-14)
+    assert np.all(np.diag(dist) == 0)
+    np.testing.assert_array_equal(dist, dist.T)
