@@ -12,9 +12,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .angmom import QuartetClass
-from .build.library import build_kernel
 from .lowering.target import Epilogue
-from .orchestration.plan import plan_class
+from .orchestration.plan import Flops
 from .runtime.basis import SegmentedBasis
 from .variants import Tier, get_variant
 
@@ -98,10 +97,9 @@ def sample_quartets(basis: SegmentedBasis, cls: QuartetClass, n: int, seed: int)
     return np.stack(cols, axis=1).astype(np.int32)
 
 
-def quartet_flops(plan, basis: SegmentedBasis, quartets: np.ndarray) -> tuple[float, float]:
+def quartet_flops(f: Flops, basis: SegmentedBasis, quartets: np.ndarray) -> tuple[float, float]:
     """Total graph FLOPs of the quartets and their mean primitive-quartet count."""
     nprim = np.prod(basis.prim[quartets, 1].astype(float), axis=1)
-    f = plan.flops
     total = nprim.sum() * (f.vrr_per_primitive + f.accumulate_per_primitive)
     return float(total + len(quartets) * f.hrr_per_contracted), float(nprim.mean())
 
@@ -118,59 +116,36 @@ def measure(
     dm=None,
 ) -> Measurement:
     cp = executor.cp
-    plan = plan_class(cls, get_variant(variant), basis.spherical)
-    epi = epilogue if plan.tier is Tier.REGISTER else Epilogue.STORE
-    built = build_kernel(plan, "cuda", epi, executor.arch, executor.kernel_dir)
-    per_quartet = plan.flops.per_contracted_quartet(
-        max(1, int(np.prod([basis.prim[basis.segments_with_l(l)[0], 1] for l in cls.ls])))
-    )
+    kernel = executor.kernel(cls, get_variant(variant), basis.spherical, epilogue)
+    nprim = [int(basis.prim[basis.segments_with_l(l), 1].mean()) for l in cls.ls]
+    per_quartet = kernel.flops.per_contracted_quartet(max(1, int(np.prod(nprim))))
     n = int(np.clip(TARGET_FLOPS_PER_LAUNCH / max(per_quartet, 1), MIN_QUARTETS, MAX_QUARTETS))
-    if built.kernel.n_slots:
-        n = min(n, max(256, (4 << 30) // (8 * built.kernel.n_slots)))
+    if kernel.n_slots:
+        n = min(n, max(256, (4 << 30) // (8 * kernel.n_slots)))
     quartets = sample_quartets(basis, cls, n, seed)
-    flops, mean_prims = quartet_flops(plan, basis, quartets)
+    flops, mean_prims = quartet_flops(kernel.flops, basis, quartets)
     if epilogue is Epilogue.JK:
         nao = basis.nao
         vj, vk = cp.zeros((nao, nao)), cp.zeros((nao, nao))
-        scales = np.full(n, 0.125)
-        launch = executor.prepare(built, quartets, basis, scales, dm, vj, vk)
-        run = (
-            launch
-            if plan.tier is Tier.REGISTER
-            else _with_kernel2(executor, plan, launch, dm, vj, vk)
-        )
+        launch = executor.prepare(kernel, quartets, basis, np.full(n, 0.125), dm, vj, vk)
+        if kernel.tier is Tier.REGISTER:
+            run = launch
+        else:
+            kernel2 = executor.contraction(kernel.output_shape, launch, dm, vj, vk)
+
+            def run() -> None:
+                launch()
+                kernel2()
     else:
-        run = executor.prepare(built, quartets, basis)
+        run = executor.prepare(kernel, quartets, basis)
     seconds, fastest = event_median(cp, run)
-    r = built.report
+    r = kernel.report
     return Measurement(
-        cls=str(cls), total=cls.total, variant=variant, tier=int(plan.tier),
+        cls=str(cls), total=cls.total, variant=variant, tier=int(kernel.tier),
         epilogue=epilogue.value, basis=basis_name, n_quartets=n, seconds_median=seconds,
         seconds_min=fastest, quartets_per_second=n / seconds, flops=flops,
         flop_rate=flops / seconds, fraction_of_peak=flops / seconds / peak,
         mean_primitive_quartets=mean_prims, registers=r.registers,
         spill_store_bytes=r.spill_store_bytes, spill_load_bytes=r.spill_load_bytes,
-        stack_bytes=r.stack_bytes, slots_per_quartet=built.kernel.n_slots,
+        stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
     )  # fmt: skip
-
-
-def _with_kernel2(executor, plan, launch, dm, vj, vk):
-    """Tier 2 J/K: Kernel 1 then the shared-memory contraction kernel."""
-    from .runtime.gpu import JK_THREADS, _jk_transform
-
-    cp = executor.cp
-    shape = plan.graph.output_shape
-    smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
-    kernel2 = _jk_transform()
-    kernel2.max_dynamic_shared_size_bytes = smem
-    n = int(launch.args[0])
-    ao = launch.args[5]
-    nao = vj.shape[0]
-    args = (np.int32(n), launch.args[1], launch.args[2], ao, launch.out, np.int64(n),
-            *(np.int32(x) for x in shape), np.int32(nao), cp.asarray(dm), vj, vk)  # fmt: skip
-
-    def run() -> None:
-        launch()
-        kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
-
-    return run

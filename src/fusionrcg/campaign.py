@@ -136,6 +136,47 @@ def verify(args) -> int:
     return 0
 
 
+def _kernel_jobs(plan: list[dict]) -> list[tuple[str, str, bool, str]]:
+    """(class tag, variant, spherical, epilogue) of every kernel the campaign runs."""
+    jobs = {(item["class"], item["variant"], True, item["epilogue"]) for item in plan}
+    for cls in canonical_classes():
+        for spherical in (True, False):
+            jobs.add((cls.tag, "full", spherical, "store"))
+    return sorted(jobs, key=lambda j: (sum(map(int, j[0])), j))
+
+
+def _build_one(job: tuple[str, str, bool, str], kernel_dir: str, timeout: float) -> dict:
+    from .build.compiler import CompileError
+    from .build.library import get_kernel
+
+    tag, variant, spherical, epilogue = job
+    cls = QuartetClass(*map(int, tag))
+    record = {"class": tag, "variant": variant, "spherical": spherical, "epilogue": epilogue}
+    try:
+        k = get_kernel(cls, variant, spherical, epilogue, "cuda", "sm_90", kernel_dir,
+                       timeout=timeout)  # fmt: skip
+    except CompileError as exc:
+        return record | {"error": str(exc)[:300]}
+    return record | {"kernel": k.binary.name, "tier": int(k.tier)} | k.report.as_dict()
+
+
+def kernels(args) -> int:
+    """Build every kernel the campaign needs; failures (e.g. Tier 1 past its compile budget)
+    are recorded, not fatal."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    plan = json.loads((Path(args.inputs) / "plan.json").read_text())
+    jobs = _kernel_jobs(plan)
+    out = Path(args.out)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(_build_one, j, args.kernel_dir, args.timeout) for j in jobs]
+        for fut in futures:
+            rec = fut.result()
+            _jsonl(out, rec)
+            print(rec.get("kernel") or rec.get("error", "")[:100], flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fusionrcg.campaign", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--kernel-dir", default=None)
     b.add_argument("--budget", type=float, default=400.0, help="seconds of measuring")
     b.set_defaults(run=bench)
+    k = sub.add_parser("kernels")
+    k.add_argument("--inputs", required=True)
+    k.add_argument("--kernel-dir", required=True)
+    k.add_argument("--out", required=True, help="JSON-lines build log")
+    k.add_argument("--timeout", type=float, default=300.0, help="seconds per kernel")
+    k.add_argument("--jobs", type=int, default=2)
+    k.set_defaults(run=kernels)
     v = sub.add_parser("verify")
     v.add_argument("--out", required=True)
     v.set_defaults(run=verify)

@@ -33,23 +33,26 @@ def _graph(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .build.library import build_kernel
-    from .orchestration.plan import plan_class
+    from .build.library import get_kernel
+    from .variants import get_variant
 
-    plan = plan_class(QuartetClass.parse(args.quartet), args.variant, not args.cartesian)
-    built = build_kernel(plan, "cuda", args.epilogue, args.arch, args.kernel_dir)
+    cls = QuartetClass.parse(args.quartet)
+    variant = get_variant(args.variant)
+    built = get_kernel(
+        cls, variant, not args.cartesian, args.epilogue, "cuda", args.arch, args.kernel_dir
+    )
     report = built.report
     summary = {
-        "class": str(plan.cls),
-        "variant": plan.variant.name,
+        "class": str(cls),
+        "variant": variant.name,
         "kernel": built.name,
-        "tier": int(plan.tier),
+        "tier": int(built.tier),
         "arch": args.arch,
         "registers": report.registers,
         "spill_store_bytes": report.spill_store_bytes,
         "spill_load_bytes": report.spill_load_bytes,
         "stack_bytes": report.stack_bytes,
-        "slots_per_quartet": built.kernel.n_slots,
+        "slots_per_quartet": built.n_slots,
         "compile_seconds": round(report.compile_seconds, 2),
         "cached": built.cached,
         "cubin": str(built.binary),

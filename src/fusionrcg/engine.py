@@ -85,9 +85,9 @@ def _generated(mol, requested, v: Variant, backend: str) -> list[np.ndarray]:
             groups[tuple(ls[i] for i in perm)].append((n, k, tuple(seg[i] for i in perm)))
     blocks: dict[tuple[int, int], np.ndarray] = {}
     for ls, members in groups.items():
-        plan = plan_class(QuartetClass(*ls), v, spherical)
-        ints = run.integrals(plan, np.array([m[2] for m in members]), basis)
-        for (n, k, _), value in zip(members, ints.reshape(-1, *plan.graph.output_shape)):
+        kernel = run.kernel(QuartetClass(*ls), v, spherical)
+        ints = run.integrals(kernel, np.array([m[2] for m in members]), basis)
+        for (n, k, _), value in zip(members, ints.reshape(-1, *kernel.output_shape)):
             blocks[(n, k)] = value
     results = []
     for n, (perm, segs, ls) in enumerate(layouts):

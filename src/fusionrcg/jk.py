@@ -14,7 +14,6 @@ import numpy as np
 
 from .angmom import QuartetClass
 from .engine import _check_backend, canonical_permutation
-from .orchestration.plan import plan_class
 from .runtime.basis import SegmentedBasis, segment_basis
 from .shells import check_mole
 from .variants import get_variant
@@ -63,12 +62,11 @@ def get_jk(mol, dm, backend: str = "cpu", variant="full") -> tuple[np.ndarray, n
     vj = np.zeros((basis.nao, basis.nao))
     vk = np.zeros_like(vj)
     for ls, members in groups.items():
-        plan = plan_class(QuartetClass(*ls), v, not mol.cart)
         rows = np.array(members)
         canon = np.array(
             [quartets[n][list(perms[tuple(int(basis.l[s]) for s in quartets[n])])] for n in rows]
         )
-        hj, hk = run.jk(plan, canon, weight[rows], basis, dm)
+        hj, hk = run.jk(QuartetClass(*ls), v, not mol.cart, canon, weight[rows], basis, dm)
         vj += hj
         vk += hk
     return vj + vj.T, vk + vk.T

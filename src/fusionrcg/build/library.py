@@ -1,9 +1,12 @@
-"""The kernel library: a content-addressed directory of generated sources and their builds.
+"""The kernel library: generated sources, their builds and what the runtime needs to launch them.
 
-The pipeline fills it ahead of time (``kernels/`` of the project); anything missing is generated
-and compiled on demand, so a library user never has to run the pipeline first. Entries are named
-``<kernel>-<hash>`` where the hash covers the source, the compiler flags and the architecture, so
-a changed generator never picks up a stale build.
+Builds are content-addressed (``<kernel>-<hash of source, flags, arch>``), so a changed generator
+never picks up a stale binary. An index maps the request (class, variant, output basis,
+epilogue, target, architecture, segment size and a fingerprint of the generator's code) to a
+build, with the launch metadata (tier, output shape, slot count, the Tier 2 Phase 2 program,
+FLOP counts): a prebuilt kernel is used without rebuilding its graph. The pipeline fills the
+library ahead of time (``kernels/``); anything missing is generated and compiled on demand, so
+a library user never has to run the pipeline first.
 """
 
 from __future__ import annotations
@@ -11,17 +14,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
-from ..lowering.kernel import KernelSource, lower
-from ..lowering.layout import DEFAULT_SEGMENT_SIZE
+import numpy as np
+
+from ..angmom import QuartetClass
+from ..lowering.kernel import lower
+from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
-from ..orchestration.plan import ClassPlan
-from ..variants import Tier
+from ..orchestration.plan import Flops, plan_class
+from ..variants import Tier, Variant, get_variant
 from .compiler import CXX_FLAGS, NVCC_FLAGS, PtxasReport, cxx_shared, nvcc_cubin
 
 ENV_DIR = "FUSIONRCG_KERNEL_DIR"
+_GENERATOR_PARTS = ("angmom.py", "variants.py", "graph", "orchestration", "lowering", "build")
 
 
 def kernel_dir(directory: str | Path | None = None) -> Path:
@@ -35,69 +43,151 @@ def kernel_dir(directory: str | Path | None = None) -> Path:
     return path
 
 
+@lru_cache(maxsize=1)
+def generator_fingerprint() -> str:
+    """Hash of the code that decides what a kernel contains."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for part in _GENERATOR_PARTS:
+        path = root / part
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 @dataclass(frozen=True)
-class BuiltKernel:
-    kernel: KernelSource
+class LibraryKernel:
+    """A compiled kernel and its launch metadata."""
+
+    name: str
     binary: Path
-    report: PtxasReport | None  # CUDA only
+    target: str
+    tier: Tier
+    epilogue: Epilogue
+    output_shape: tuple[int, int, int, int]
+    n_slots: int
+    program: Phase2Program | None
+    flops: Flops
+    report: PtxasReport | None
     cached: bool
 
     @property
-    def name(self) -> str:
-        return self.kernel.name
+    def n_outputs(self) -> int:
+        return int(np.prod(self.output_shape))
 
 
-def _key(kernel: KernelSource, arch: str) -> str:
-    flags = " ".join(NVCC_FLAGS if kernel.target == "cuda" else CXX_FLAGS)
-    digest = hashlib.sha256(f"{kernel.source}\n{flags}\n{arch}".encode()).hexdigest()
-    return digest[:16]
+def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_size) -> str:
+    text = json.dumps(
+        [cls.tag, asdict(v), spherical, epilogue.value, target, arch, segment_size,
+         generator_fingerprint()],
+        default=str,
+    )  # fmt: skip
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def build_kernel(
-    plan: ClassPlan,
-    target: str = "cuda",
+def _content_key(source: str, target: str, arch: str) -> str:
+    flags = " ".join(NVCC_FLAGS if target == "cuda" else CXX_FLAGS)
+    return hashlib.sha256(f"{source}\n{flags}\n{arch}".encode()).hexdigest()[:16]
+
+
+def _load(entry: Path, cached: bool) -> LibraryKernel:
+    """An index entry; its file names are relative to the library root (the index's parent)."""
+    root = entry.parent.parent
+    info = json.loads(entry.read_text())
+    program = None
+    if info["program"]:
+        with np.load(root / info["program"]) as data:
+            program = Phase2Program(**{k: data[k] for k in data.files})
+    return LibraryKernel(
+        name=info["kernel"],
+        binary=root / info["binary"],
+        target=info["target"],
+        tier=Tier(info["tier"]),
+        epilogue=Epilogue(info["epilogue"]),
+        output_shape=tuple(info["output_shape"]),
+        n_slots=info["n_slots"],
+        program=program,
+        flops=Flops(**info["flops"]),
+        report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
+        cached=cached,
+    )
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def get_kernel(
+    cls: QuartetClass,
+    variant: str | Variant = "full",
+    spherical: bool = True,
     epilogue: str | Epilogue = Epilogue.STORE,
+    target: str = "cuda",
     arch: str = "sm_90",
     directory: str | Path | None = None,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     timeout: float | None = None,
-) -> BuiltKernel:
-    """Generate and compile (or find in the library) the kernel of ``plan``."""
+) -> LibraryKernel:
+    """The kernel of ``cls`` under ``variant``: from the library, or generated and compiled."""
+    v = get_variant(variant)
     epi = Epilogue(epilogue)
+    if target != "cuda":
+        arch = "host"
+    root = kernel_dir(directory)
+    index = root / "index"
+    index.mkdir(exist_ok=True)
+    entry = index / f"{_request_key(cls, v, spherical, epi, target, arch, segment_size)}.json"
+    if entry.exists():
+        return _load(entry, cached=True)
+
+    plan = plan_class(cls, v, spherical)
     if plan.tier is Tier.BUFFERED:
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
     kernel = lower(plan, target, epi, segment_size)
-    stem = (
-        kernel_dir(directory)
-        / f"{kernel.name}-{_key(kernel, arch if target == 'cuda' else 'host')}"
-    )
-    cuda = kernel.target == "cuda"
+    stem = root / f"{kernel.name}-{_content_key(kernel.source, target, arch)}"
+    cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")
-    meta = stem.with_suffix(".json")
-    what = f"{plan.cls} variant {plan.variant.name} Tier {int(plan.tier)} ({kernel.target})"
-    if binary.exists() and meta.exists():
-        info = json.loads(meta.read_text())
-        report = PtxasReport(**info["ptxas"]) if info.get("ptxas") else None
-        return BuiltKernel(kernel, binary, report, cached=True)
-    source = stem.with_suffix(".cu" if cuda else ".cpp")
-    source.write_text(kernel.source)
-    if cuda:
-        report = nvcc_cubin(source, binary, arch, what, timeout)
+    what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
+    report_file = stem.with_suffix(".ptxas.json")
+    if binary.exists() and (report_file.exists() or not cuda):
+        report = PtxasReport(**json.loads(report_file.read_text())) if cuda else None
+        cached = True
     else:
-        cxx_shared(source, binary, what, timeout)
-        report = None
+        source = stem.with_suffix(".cu" if cuda else ".cpp")
+        source.write_text(kernel.source)
+        if cuda:
+            report = nvcc_cubin(source, binary, arch, what, timeout)
+            _write_atomic(report_file, json.dumps(report.as_dict()))
+        else:
+            cxx_shared(source, binary, what, timeout)
+            report = None
+        cached = False
+    program_file = None
+    if kernel.layout is not None:
+        program_file = stem.with_suffix(".program.npz")
+        if not program_file.exists():
+            np.savez(
+                program_file.with_suffix(f".{os.getpid()}.npz"), **asdict(kernel.layout.program)
+            )
+            program_file.with_suffix(f".{os.getpid()}.npz").replace(program_file)
     info = {
         "kernel": kernel.name,
-        "class": str(plan.cls),
-        "variant": plan.variant.name,
+        "binary": binary.name,
+        "program": program_file.name if program_file else None,
+        "class": str(cls),
+        "variant": v.name,
+        "spherical": spherical,
         "tier": int(plan.tier),
-        "target": kernel.target,
-        "arch": arch if cuda else "host",
+        "target": target,
+        "arch": arch,
         "epilogue": kernel.epilogue.value,
+        "output_shape": list(plan.graph.output_shape),
         "n_slots": kernel.n_slots,
+        "flops": asdict(plan.flops),
         "ptxas": report.as_dict() if report else None,
     }
-    tmp = meta.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info, indent=1))
-    tmp.replace(meta)
-    return BuiltKernel(kernel, binary, report, cached=False)
+    _write_atomic(entry, json.dumps(info, indent=1))
+    return _load(entry, cached=cached)

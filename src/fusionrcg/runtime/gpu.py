@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..angmom import QuartetClass
 from ..build.compiler import SUPPORTED_ARCHS
-from ..build.library import BuiltKernel, build_kernel
+from ..build.library import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
-from ..orchestration.plan import ClassPlan
-from ..variants import Tier
+from ..variants import Tier, Variant
 from .basis import SegmentedBasis
-from .launch import BUFFER_BUDGET_BYTES, DeviceError, _batches, _program
+from .launch import DeviceError, _batches, _program
 
 THREADS = 128
 JK_THREADS = 64
@@ -181,28 +181,25 @@ class GpuExecutor:
             )  # fmt: skip
         return self._bases[key]
 
-    def build(self, plan: ClassPlan, epilogue: Epilogue = Epilogue.STORE) -> BuiltKernel:
-        return build_kernel(plan, "cuda", epilogue, arch=self.arch, directory=self.kernel_dir)
+    def kernel(self, cls: QuartetClass, variant: Variant, spherical: bool, epilogue=Epilogue.STORE):
+        return get_kernel(cls, variant, spherical, epilogue, "cuda", self.arch, self.kernel_dir)
 
-    def prepare(self, built: BuiltKernel, quartets, basis: SegmentedBasis, scales=None, dm=None,
-                vj=None, vk=None) -> Launch:  # fmt: skip
+    def prepare(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis, scales=None,
+                dm=None, vj=None, vk=None) -> Launch:  # fmt: skip
         """Device arrays and arguments for one launch over all of ``quartets``."""
         cp = self.cp
         dev = self.device_basis(basis)
         n = len(quartets)
-        n_slots = built.kernel.n_slots
-        if n_slots and 8 * n_slots * n > BUFFER_BUDGET_BYTES * 4:
-            raise DeviceError(f"{built.name}: {n} quartets need more slot buffer than allowed")
         q = cp.asarray(np.ascontiguousarray(quartets, dtype=np.int32))
         sc = cp.asarray(np.ones(n) if scales is None else np.asarray(scales, dtype=float))
-        out = cp.empty((built.kernel.n_outputs, n))
-        buf = cp.empty(max(1, n_slots * n))
-        prog = [cp.asarray(a) for a in _program(built)[:5]]
-        p2_len = _program(built)[5]
+        out = cp.empty((kernel.n_outputs, n))
+        buf = cp.empty(max(1, kernel.n_slots * n))
+        *prog, p2_len = _program(kernel)
+        prog = [cp.asarray(a) for a in prog]
         dmd = cp.asarray(dm) if dm is not None else cp.zeros(1)
         vj = vj if vj is not None else cp.zeros(1)
         vk = vk if vk is not None else cp.zeros(1)
-        fn = _function(built.binary, built.name)
+        fn = _function(kernel.binary, kernel.name)
         args = (
             np.int32(n), q, sc, dev.xyz, dev.prim, dev.ao, dev.exponents, dev.coefficients,
             self._table, out, buf, np.int64(n), *prog, np.int32(p2_len), np.int32(dev.nao),
@@ -210,40 +207,54 @@ class GpuExecutor:
         )  # fmt: skip
         return Launch(fn, (n + THREADS - 1) // THREADS, args, out)
 
-    def integrals(self, plan: ClassPlan, quartets, basis: SegmentedBasis) -> np.ndarray:
-        built = self.build(plan)
+    def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         parts = []
-        for lo, hi in _batches(len(quartets), built.kernel.n_slots):
-            launch = self.prepare(built, quartets[lo:hi], basis)
+        for lo, hi in _batches(len(quartets), kernel.n_slots):
+            launch = self.prepare(kernel, quartets[lo:hi], basis)
             launch()
             parts.append(self.cp.asnumpy(launch.out).T)
-        self.cp.cuda.Device().synchronize()
-        return np.concatenate(parts) if parts else np.empty((0, built.kernel.n_outputs))
+        return np.concatenate(parts) if parts else np.empty((0, kernel.n_outputs))
 
-    def jk(self, plan: ClassPlan, quartets, scales, basis: SegmentedBasis, dm):
+    def contraction(self, shape, launch: Launch, dm, vj, vk):
+        """Kernel 2 over the integrals of ``launch`` (call after it)."""
+        smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
+        kernel2 = _jk_transform()
+        kernel2.max_dynamic_shared_size_bytes = smem
+        n = int(launch.args[0])
+        sizes = tuple(np.int32(x) for x in shape)
+        quartets, scales, seg_ao = launch.args[1], launch.args[2], launch.args[5]
+        nao = np.int32(vj.shape[0])
+        args = (
+            np.int32(n),
+            quartets,
+            scales,
+            seg_ao,
+            launch.out,
+            np.int64(n),
+            *sizes,
+            nao,
+            dm,
+            vj,
+            vk,
+        )
+
+        def run() -> None:
+            kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
+
+        return run
+
+    def jk(self, cls, variant, spherical, quartets, scales, basis: SegmentedBasis, dm):
         cp = self.cp
         nao = basis.nao
         vj = cp.zeros((nao, nao))
         vk = cp.zeros((nao, nao))
         dmd = cp.asarray(np.ascontiguousarray(dm, dtype=float))
-        if plan.tier is Tier.REGISTER:
-            built = self.build(plan, Epilogue.JK)
-            self.prepare(built, quartets, basis, scales, dmd, vj, vk)()
+        kernel = self.kernel(cls, variant, spherical, Epilogue.JK)
+        if kernel.tier is Tier.REGISTER:
+            self.prepare(kernel, quartets, basis, scales, dmd, vj, vk)()
         else:
-            built = self.build(plan)
-            shape = plan.graph.output_shape
-            smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
-            kernel2 = _jk_transform()
-            kernel2.max_dynamic_shared_size_bytes = smem
-            for lo, hi in _batches(len(quartets), built.kernel.n_slots):
-                launch = self.prepare(built, quartets[lo:hi], basis, scales[lo:hi])
+            for lo, hi in _batches(len(quartets), kernel.n_slots):
+                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
                 launch()
-                n = hi - lo
-                kernel2(
-                    (n,), (JK_THREADS,),
-                    (np.int32(n), launch.args[1], launch.args[2], self.device_basis(basis).ao,
-                     launch.out, np.int64(n), *(np.int32(x) for x in shape), np.int32(nao),
-                     dmd, vj, vk),
-                    shared_mem=smem,
-                )  # fmt: skip
+                self.contraction(kernel.output_shape, launch, dmd, vj, vk)()
         return cp.asnumpy(vj), cp.asnumpy(vk)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..build.library import BuiltKernel, build_kernel
+from ..angmom import QuartetClass
+from ..build.library import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
-from ..orchestration.plan import ClassPlan
-from ..variants import Tier
+from ..variants import Tier, Variant
 from .basis import SegmentedBasis
 
 BUFFER_BUDGET_BYTES = 1 << 30
@@ -34,12 +34,11 @@ def _batches(n: int, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
         yield start, min(n, start + size)
 
 
-def _program(kernel: BuiltKernel):
-    layout = kernel.kernel.layout
-    if layout is None:
+def _program(kernel: LibraryKernel):
+    p = kernel.program
+    if p is None:
         empty_i = np.zeros(1, dtype=np.int32)
         return empty_i, np.zeros(2, dtype=np.int32), empty_i, np.zeros(1), empty_i, 0
-    p = layout.program
     return p.dst, p.start, p.src, p.coef, p.code, len(p)
 
 
@@ -64,49 +63,50 @@ def _p(a: np.ndarray | None):
 
 class CpuExecutor:
     target = "cpp"
+    arch = "host"
 
     def __init__(self, kernel_dir=None) -> None:
         self.kernel_dir = kernel_dir
 
-    def _run(self, plan, quartets, basis, epilogue, scales=None, dm=None):
-        built = build_kernel(plan, "cpp", epilogue, directory=self.kernel_dir)
-        fn = _cpu_function(built.binary, built.name)
-        n_out = built.kernel.n_outputs
-        n_slots = built.kernel.n_slots
+    def kernel(self, cls: QuartetClass, variant: Variant, spherical: bool, epilogue=Epilogue.STORE):
+        return get_kernel(cls, variant, spherical, epilogue, "cpp", directory=self.kernel_dir)
+
+    def _run(self, kernel: LibraryKernel, quartets, basis, scales=None, dm=None):
+        fn = _cpu_function(kernel.binary, kernel.name)
         quartets = np.ascontiguousarray(quartets, dtype=np.int32)
         table = boys_table()
-        prog = [np.ascontiguousarray(a) for a in _program(built)[:5]]
-        p2_len = _program(built)[5]
-        out = np.empty((len(quartets), n_out))
-        jk = built.kernel.epilogue is Epilogue.JK
+        *prog, p2_len = _program(kernel)
+        prog = [np.ascontiguousarray(a) for a in prog]
+        out = np.empty((len(quartets), kernel.n_outputs))
+        jk = kernel.epilogue is Epilogue.JK
         nao = basis.nao
         vj = np.zeros((nao, nao)) if jk else None
         vk = np.zeros((nao, nao)) if jk else None
         dmc = np.ascontiguousarray(dm) if dm is not None else None
         sc = np.ascontiguousarray(scales, dtype=float) if scales is not None else None
-        for lo, hi in _batches(len(quartets), n_slots):
-            buf = np.empty((hi - lo) * max(n_slots, 1))
+        for lo, hi in _batches(len(quartets), kernel.n_slots):
+            buf = np.empty((hi - lo) * max(kernel.n_slots, 1))
             fn(
                 hi - lo, _p(quartets[lo:hi]), _p(sc[lo:hi] if sc is not None else None),
                 _p(basis.xyz), _p(basis.prim), _p(basis.ao), _p(basis.exponents),
-                _p(basis.coefficients), _p(table), _p(out[lo:hi]), _p(buf), n_slots,
+                _p(basis.coefficients), _p(table), _p(out[lo:hi]), _p(buf), kernel.n_slots,
                 *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
             )  # fmt: skip
         return (vj, vk) if jk else out
 
-    def integrals(self, plan: ClassPlan, quartets, basis: SegmentedBasis) -> np.ndarray:
-        return self._run(plan, quartets, basis, Epilogue.STORE)
+    def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
+        return self._run(kernel, quartets, basis)
 
-    def jk(self, plan: ClassPlan, quartets, scales, basis: SegmentedBasis, dm):
-        if plan.tier is Tier.REGISTER:
-            return self._run(plan, quartets, basis, Epilogue.JK, scales, dm)
-        ints = self.integrals(plan, quartets, basis)
-        return contract_jk_numpy(plan, ints, quartets, scales, basis, dm)
+    def jk(self, cls, variant, spherical, quartets, scales, basis: SegmentedBasis, dm):
+        kernel = self.kernel(cls, variant, spherical, Epilogue.JK)
+        if kernel.tier is Tier.REGISTER:
+            return self._run(kernel, quartets, basis, scales, dm)
+        ints = self.integrals(kernel, quartets, basis)
+        return contract_jk_numpy(kernel.output_shape, ints, quartets, scales, basis, dm)
 
 
-def contract_jk_numpy(plan, ints, quartets, scales, basis, dm):
+def contract_jk_numpy(shape, ints, quartets, scales, basis, dm):
     """Kernel 2 on the CPU: half J and K from integrals of one class (NumPy)."""
-    shape = plan.graph.output_shape
     nao = basis.nao
     vj = np.zeros((nao, nao))
     vk = np.zeros((nao, nao))
