@@ -12,9 +12,9 @@ import shutil
 
 import numpy as np
 import pytest
+from xc_cases import EXC_TOL, VXC_TOL, subgrid
 
 import kerneldi
-from conftest import EXC_TOL, VXC_TOL, subgrid
 from kerneldi.numint import CPUNumInt
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")

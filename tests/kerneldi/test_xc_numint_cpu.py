@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from xc_cases import EXC_TOL, NELEC_TOL, VXC_TOL
 
 import kerneldi
-from conftest import EXC_TOL, NELEC_TOL, VXC_TOL
 
 FUNCTIONALS = ["lda,vwn", "pbe", "m062x"]
 # (molecule, basis, grid level): real molecules, small bases and grids for CI

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from xc_cases import EXC_TOL, VXC_TOL
 
 import kerneldi
-from conftest import EXC_TOL, VXC_TOL
 
 pytestmark = pytest.mark.gpu
 
