@@ -8,7 +8,9 @@ geometry and grid and reused while they stay the same, so an SCF pays for it onc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import time
 
 import numpy as np
 from pyscf.dft import numint as pyscf_numint
@@ -36,7 +38,7 @@ class KerneLDIMixin:
     """``nr_rks``/``nr_uks`` through a KerneLDI engine; mixed into a PySCF-API NumInt."""
 
     _kerneldi_backend = "cpu"
-    _keys = {"settings", "engine_kind"}
+    _keys = {"settings", "engine_kind", "layout_seconds"}
 
     def __init__(self, settings: Settings | None = None, engine: str = "block", **options):
         super().__init__()
@@ -48,6 +50,7 @@ class KerneLDIMixin:
         self.engine_kind = engine
         self._engine = None
         self._engine_key = None
+        self.layout_seconds = 0.0
 
     # -- engine cache -----------------------------------------------------------------------
     def _new_engine(self, mol, layout, xctype: str):
@@ -76,6 +79,7 @@ class KerneLDIMixin:
         eng = self._engine
         if eng is None or self._engine_key != key or eng.deriv < AO_DERIV[xctype]:
             self._engine = None  # release the old blocks before building new ones
+            t0 = time.perf_counter()
             layout = make_layout(
                 mol,
                 _host(coords),
@@ -83,6 +87,7 @@ class KerneLDIMixin:
                 None if atm_idx is None else _host(atm_idx),
                 self.settings,
             )
+            self.layout_seconds = time.perf_counter() - t0
             eng = self._engine = self._new_engine(mol, layout, xctype)
             self._engine_key = key
         return eng
@@ -95,7 +100,15 @@ class KerneLDIMixin:
 
     def stats(self) -> dict:
         """Block counts and fractions of the current engine (after at least one call)."""
-        return {} if self._engine is None else self._engine.stats()
+        if self._engine is None:
+            return {}
+        return {"layout_seconds": self.layout_seconds, **self._engine.stats()}
+
+    def set_mma(self, mma: str) -> None:
+        """Switch the GPU product mode, keeping the block structure already built."""
+        self.settings = dataclasses.replace(self.settings, mma=mma)
+        if self._engine is not None and hasattr(self._engine, "use_mma"):
+            self._engine.use_mma(mma)
 
     # -- validation -------------------------------------------------------------------------
     def checked_xctype(self, xc_code) -> str:

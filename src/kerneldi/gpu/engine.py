@@ -8,6 +8,7 @@ recomputed per grid batch otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -120,6 +121,13 @@ class GPUBlockEngine:
         self.counts: dict[str, int] = {}
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
+
+    def use_mma(self, mma: str) -> None:
+        """Another product mode on the same blocks (the kernels are the only difference)."""
+        kd.check_supported(self.layout.d, mma)
+        self.kernels = self.device.kernels(self.layout.d, mma)
+        self.mma = kd.MMA_CODES[mma]
+        self.settings = dataclasses.replace(self.settings, mma=mma)
 
     # -- operands ---------------------------------------------------------------------------
     def _i32(self, a):

@@ -1,0 +1,541 @@
+"""Benchmark of the XC engine: one command on the GPU machine, JSON into a directory.
+
+    python -m kerneldi.bench --out DIR [--budget SECONDS] [--sections a,b,...]
+
+Sections, in this order (every record is written as soon as it is measured; what the budget
+leaves out is recorded as skipped):
+
+  accuracy  GPU backend (FP64, FP64 tensor cores, FP16 tensor cores) against PySCF's NumInt on
+            the CPU and GPU4PySCF's nr_rks, on the same grid, LDA/PBE/M06-2X, RKS and UKS,
+            with converged densities
+  scf       M06-2X SCF energy of GPU4PySCF's RKS with and without the engine
+  sweep     KerneLDI Fig. 4: EXC energy time against size (water clusters, glycine chains,
+            def2-SVP, grid level 4): ours, EXC-cuBLAS, GPU4PySCF nr_rks; then def2-TZVP at
+            >= 100 atoms (file tzvp.json) against GPU4PySCF nr_rks
+  madft     KerneLDI Fig. 2: speedup over EXC-cuBLAS against the energy difference
+
+Timings: a warm-up call, then the median of synchronized wall times; the engine's setup
+(orders, blocks, AO cache) is reported apart. Densities come from SCF cycles (converged for
+the small systems, two PBE cycles for the large ones), never from an initial guess.
+``compare_sizes`` also runs on the CPU (``Env("cpu")``: ours against EXC-OpenBLAS and PySCF).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from qcbench.molecules import load, read_xyz, resolve
+from qcbench.provenance import provenance
+
+from .numint import NumInt
+from .settings import Settings
+
+FUNCTIONALS = ("lda,vwn", "pbe", "m062x")
+MMA = ("fp64", "fp64-tc", "fp16-tc")
+# the sweep in priority order: both ends of the paper's size range first
+SWEEP = (
+    "water_clusters/005",
+    "gly/gly30",
+    "water_clusters/010",
+    "gly/gly60",
+    "water_clusters/007",
+    "water_clusters/008",
+    "gly/gly40",
+    "water_clusters/009",
+    "gly/gly50",
+    "water_clusters/006",
+)
+TZVP = ("organic/113_Taxol", "madft/130282525")
+MADFT = (
+    "madft/ethanol",
+    "madft/rev_xx11177",
+    "madft/rev_xx11190",
+    "madft/c60a",
+    "madft/rev_xx11165",
+    "madft/123584765",
+    "madft/10417264",
+    "madft/11331174",
+    "madft/101281668",
+    "madft/10770743",
+    "madft/167142588",
+    "madft/143801180",
+    "madft/16690938",
+    "madft/130282525",
+)
+# what the paper's text states about its single-V100 runs (Sec. IV), for the plots
+PAPER_V100 = {
+    "gpu": "Tesla V100-PCIE-16GB, CUDA 12.2, FP16-input / FP32-accumulate tensor cores",
+    "max_speedup_over_exc_cublas": 10.0,
+    "energy_mae_range_hartree": [1e-11, 1e-9],
+    "crossover_atoms": [200, 300],
+    "scf_speedup_over_gpu4pyscf_def2tzvp": {
+        "porphy (85)": 2.70,
+        "taxol (110)": 2.47,
+        "chignolin (166)": 1.52,
+        "trapcage (272)": 1.65,
+        "olestra (453)": 1.89,
+        "crambin (642)": 2.57,
+    },
+}
+
+
+class Env:
+    """Where a benchmark runs: the GPU (CuPy, GPU4PySCF) or the CPU (NumPy, PySCF)."""
+
+    def __init__(self, device: str):
+        self.device = device
+        if device == "gpu":
+            import cupy
+            from gpu4pyscf import dft as scf_dft
+            from gpu4pyscf.dft import numint as reference
+
+            self.cupy = cupy
+        else:
+            from pyscf import dft as scf_dft
+            from pyscf.dft import numint as reference
+
+            self.cupy = None
+        self.dft, self.reference = scf_dft, reference
+        self.modes = MMA if device == "gpu" else ("fp64",)
+        self.baseline = "exc_cublas" if device == "gpu" else "exc_openblas"
+        self.library = "gpu4pyscf" if device == "gpu" else "pyscf"
+
+    def numint(self, **options):
+        return NumInt(backend=self.device, **options)
+
+    def sync(self) -> None:
+        if self.cupy is not None:
+            self.cupy.cuda.Device().synchronize()
+
+    def free(self) -> None:
+        if self.cupy is not None:
+            self.sync()
+            self.cupy.get_default_memory_pool().free_all_blocks()
+
+    def memory_fraction(self) -> Settings:
+        # benchmarks run alone on the GPU: let the AO cache take most of it
+        return Settings(gpu_memory_fraction=0.85) if self.device == "gpu" else Settings()
+
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.end = time.perf_counter() + seconds
+
+    def left(self) -> float:
+        return self.end - time.perf_counter()
+
+
+class Out:
+    """Result files under the output directory, rewritten after every record."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.data: dict[str, list] = {}
+
+    def add(self, section: str, record: dict) -> None:
+        self.data.setdefault(section, []).append(record)
+        self.write(section, self.data[section])
+
+    def write(self, name: str, obj) -> None:
+        path = self.root / f"{name}.json"
+        path.write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
+
+
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def log(*args) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
+
+
+def natoms(name: str) -> int:
+    return len(read_xyz(resolve(name)))
+
+
+def timed(env: Env, fn, reps: int = 3, warmup: int = 1) -> dict:
+    """Median of ``reps`` synchronized calls after ``warmup`` calls, and the last result."""
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    env.sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = fn()
+        env.sync()
+        times.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(times), "times_s": times, "result": out}
+
+
+def errors(got, ref) -> dict:
+    """|dN|, |dExc| and max |dVxc| of (nelec, exc, vmat) against a reference."""
+    n, e, v = got
+    n0, e0, v0 = ref
+    return {
+        "d_nelec": float(np.max(np.abs(np.asarray(n, dtype=float) - np.asarray(n0, dtype=float)))),
+        "d_exc": float(abs(e - e0)),
+        "max_d_vxc": float(np.abs(_host(v) - _host(v0)).max()),
+    }
+
+
+def pyscf_grid(mol, grids):
+    """A PySCF Grids holding exactly the points of ``grids`` (GPU4PySCF's or PySCF's)."""
+    from pyscf.dft import gen_grid
+
+    g = gen_grid.Grids(mol)
+    g.coords, g.weights = _host(grids.coords), _host(grids.weights)
+    atoms = getattr(grids, "atm_idx", None)
+    g.atm_idx = None if atoms is None else _host(atoms)
+    return g
+
+
+def device_info(env: Env) -> dict:
+    cupy = env.cupy
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    _, total = cupy.cuda.runtime.memGetInfo()
+    name = props["name"]
+    return {
+        "gpu": name.decode() if isinstance(name, bytes) else name,
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "sms": props["multiProcessorCount"],
+        "memory_gib": total / 2**30,
+        "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
+    }
+
+
+def dgemm_peak(env: Env) -> float:
+    """FP64 TFLOP/s of an 8192^3 cuBLAS DGEMM: the dense baseline's ceiling on this GPU."""
+    n = 8192
+    a = env.cupy.random.random((n, n))
+    b = env.cupy.random.random((n, n))
+    seconds = timed(env, lambda: a @ b)["median_s"]
+    return 2 * n**3 / seconds / 1e12
+
+
+# -- the size comparison shared by the sweep, the def2-TZVP runs and Fig. 2 -----------------
+
+
+def realistic(env: Env, mol, level: int):
+    """A density from two PBE cycles (J from GPU4PySCF's J engine on the GPU, density fitting
+    on the CPU), and the grid those cycles pruned."""
+    mf = env.dft.RKS(mol, xc="pbe")
+    if env.device == "cpu":
+        mf = mf.density_fit()
+    mf.grids.level = level
+    mf.max_cycle = 2
+    mf.verbose = 0
+    t0 = time.perf_counter()
+    mf.kernel()
+    dm = mf.make_rdm1()
+    env.sync()
+    return dm, mf.grids, time.perf_counter() - t0
+
+
+def compare_sizes(
+    env: Env, name: str, basis: str, level: int, budget: Budget, dense: bool, xc: str = "m062x"
+) -> dict:
+    """Ours (every product mode on cached AO blocks, and recomputed per batch), the dense
+    baseline and the library's nr_rks on one molecule: same grid, density and functional."""
+    mol = load(name, basis)
+    dm, grids, t_density = realistic(env, mol, level)
+    rec = {
+        "molecule": name,
+        "natm": mol.natm,
+        "nao": mol.nao,
+        "basis": basis,
+        "grid_level": level,
+        "npoints": int(grids.size),
+        "xc": xc,
+        "density": "2 PBE cycles" + (" (density fitting)" if env.device == "cpu" else ""),
+        "density_s": t_density,
+    }
+    lib = timed(env, lambda: env.reference.NumInt().nr_rks(mol, grids, xc, dm))
+    rec[env.library] = {"median_s": lib["median_s"], "times_s": lib["times_s"]}
+    log(name, env.library, round(lib["median_s"], 4))
+    ref = lib.pop("result")
+
+    ni = env.numint(settings=env.memory_fraction())
+    env.sync()
+    t0 = time.perf_counter()
+    ni.nr_rks(mol, grids, xc, dm)
+    env.sync()
+    rec["ours_first_call_s"] = time.perf_counter() - t0
+    rec["ours_stats"] = ni.stats()
+    exact = None
+    for mma in env.modes:
+        ni.set_mma(mma)
+        t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
+        rec[f"ours_{mma}"] = {
+            "median_s": t["median_s"],
+            "times_s": t["times_s"],
+            f"vs_{env.library}": errors(t["result"], ref),
+            "pair_fractions": {k: v for k, v in ni.stats().items() if k.endswith("pair_fraction")},
+        }
+        if mma == "fp64":
+            exact = t["result"]
+        log(name, mma, round(t["median_s"], 4), rec[f"ours_{mma}"][f"vs_{env.library}"])
+    del ni, t
+    env.free()
+
+    if budget.left() > 60:
+        ni = env.numint(ao_cache="never")
+        t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), reps=2)
+        rec["ours_fp64_recompute"] = {
+            "median_s": t["median_s"],
+            "times_s": t["times_s"],
+            "grid_batches": ni.stats().get("grid_batches"),
+        }
+        log(name, "recompute", round(t["median_s"], 4))
+        del ni, t
+        env.free()
+
+    if dense:
+        ni = env.numint(engine="dense", settings=env.memory_fraction())
+        # the largest dense runs take tens of seconds: one run (its kernels are loaded already)
+        big = mol.nao**2 * grids.size > 2e13
+        runs = {"reps": 1, "warmup": 0} if big else {"reps": 3, "warmup": 1}
+        t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), **runs)
+        rec[env.baseline] = {
+            "median_s": t["median_s"],
+            "times_s": t["times_s"],
+            "ao_cached": ni.stats()["ao_cached"],
+        }
+        # the dense products skip nothing: this is our screening error at this size
+        rec["ours_fp64"][f"vs_{env.baseline}"] = errors(exact, t["result"])
+        log(name, env.baseline, round(t["median_s"], 4))
+        del ni, t
+        env.free()
+    else:
+        rec[env.baseline] = {"skipped": "budget"}
+    for mma in env.modes:
+        ours = rec[f"ours_{mma}"]
+        ours[f"speedup_vs_{env.library}"] = rec[env.library]["median_s"] / ours["median_s"]
+        if "median_s" in rec[env.baseline]:
+            ours[f"speedup_vs_{env.baseline}"] = rec[env.baseline]["median_s"] / ours["median_s"]
+    return rec
+
+
+def run_sizes(
+    env: Env, out: Out, budget: Budget, section: str, names, basis: str, level: int, reserve: float
+) -> None:
+    """compare_sizes over molecules while the budget (less ``reserve``) lasts."""
+    last = None
+    for name in names:
+        natm = natoms(name)
+        # predicted cost: the previous system's wall time scaled by (atom ratio)^2
+        est = last["wall_s"] * (natm / last["natm"]) ** 2 if last else 0.0
+        if budget.left() - reserve < max(est, 20.0):
+            out.add(section, {"molecule": name, "natm": natm, "skipped": "budget"})
+            log(section, name, "skipped (budget)")
+            continue
+        t0 = time.perf_counter()
+        try:
+            dense = budget.left() - reserve > 2 * est
+            rec = compare_sizes(env, name, basis, level, budget, dense)
+        except Exception as err:  # record it and go on: one failure must not lose the run
+            rec = {"molecule": name, "natm": natm, "basis": basis, "error": repr(err)}
+            rec["traceback"] = traceback.format_exc()
+            log(section, name, "error", repr(err))
+            env.free()
+        env.free()
+        rec["wall_s"] = time.perf_counter() - t0
+        last = rec
+        out.add(section, rec)
+
+
+# -- sections -------------------------------------------------------------------------------
+
+
+def converged(env: Env, mol, xc: str, level: int, kind: str):
+    mf = getattr(env.dft, kind)(mol, xc=xc)
+    mf.grids.level = level
+    mf.conv_tol = 1e-10
+    mf.verbose = 0
+    mf.kernel()
+    return mf
+
+
+def section_accuracy(env: Env, out: Out, budget: Budget) -> None:
+    from pyscf.dft import numint as pyscf_numint
+
+    cases = [
+        ("water_clusters/003", "def2-svp", 3, "RKS", 0, 0),
+        ("organic/020_Vitamin_C", "def2-svp", 3, "RKS", 0, 0),
+        ("water_clusters/003", "def2-svp", 3, "UKS", 1, 1),
+    ]
+    for name, basis, level, kind, charge, spin in cases:
+        if budget.left() < 30:
+            out.add("accuracy", {"molecule": name, "kind": kind, "skipped": "budget"})
+            continue
+        mol = load(name, basis)
+        mol.charge, mol.spin = charge, spin
+        mol.build()
+        mf = converged(env, mol, "m062x", level, kind)
+        dm, grids = mf.make_rdm1(), mf.grids
+        same_grid = pyscf_grid(mol, grids)
+        method = f"nr_{kind.lower()}"
+        for xc in FUNCTIONALS:
+            ref = getattr(pyscf_numint.NumInt(), method)(mol, same_grid, xc, _host(dm))
+            lib = getattr(env.reference.NumInt(), method)(mol, grids, xc, dm)
+            ni = env.numint()
+            for mma in env.modes:
+                ni.set_mma(mma)
+                got = getattr(ni, method)(mol, grids, xc, dm)
+                rec = {
+                    "molecule": name,
+                    "natm": mol.natm,
+                    "nao": mol.nao,
+                    "basis": basis,
+                    "grid_level": level,
+                    "npoints": int(grids.size),
+                    "kind": kind,
+                    "xc": xc,
+                    "mma": mma,
+                    "vs_pyscf": errors(got, ref),
+                    f"vs_{env.library}": errors(got, lib),
+                    f"{env.library}_vs_pyscf": errors(lib, ref),
+                    "stats": ni.stats(),
+                }
+                e = rec["vs_pyscf"]
+                rec["pass"] = e["d_exc"] <= 1e-9 and e["max_d_vxc"] <= 1e-8
+                out.add("accuracy", rec)
+                log("accuracy", name, kind, xc, mma, e)
+            del ni
+            env.free()
+
+
+def section_scf(env: Env, out: Out, budget: Budget) -> None:
+    name, basis, level = "water_clusters/004", "def2-svp", 4
+    mol = load(name, basis)
+    rec = {"molecule": name, "natm": mol.natm, "nao": mol.nao, "basis": basis, "xc": "m062x"}
+    rec["grid_level"] = level
+    labels = (env.library, *(f"kerneldi-{m}" for m in env.modes if m != "fp16-tc"))
+    for label in labels:
+        if budget.left() < 40:
+            rec[label] = {"skipped": "budget"}
+            continue
+        mf = env.dft.RKS(mol, xc="m062x")
+        mf.grids.level = level
+        mf.conv_tol = 1e-10
+        mf.verbose = 0
+        if label != env.library:
+            mf._numint = env.numint(mma=label.removeprefix("kerneldi-"))
+        calls: list[float] = []
+        inner = mf._numint.nr_rks
+
+        def timed_nr_rks(*args, _inner=inner, _calls=calls, **kwargs):
+            env.sync()
+            t0 = time.perf_counter()
+            res = _inner(*args, **kwargs)
+            env.sync()
+            _calls.append(time.perf_counter() - t0)
+            return res
+
+        mf._numint.nr_rks = timed_nr_rks
+        t0 = time.perf_counter()
+        energy = mf.kernel()
+        env.sync()
+        rec[label] = {
+            "energy": float(energy),
+            "converged": bool(mf.converged),
+            "cycles": getattr(mf, "cycles", None),
+            "total_s": time.perf_counter() - t0,
+            "nr_rks_calls": len(calls),
+            "nr_rks_first_s": calls[0] if calls else None,
+            "nr_rks_median_after_first_s": statistics.median(calls[1:]) if len(calls) > 1 else None,
+        }
+        if label != env.library:
+            rec[label]["stats"] = mf._numint.stats()
+        log("scf", label, rec[label])
+        del mf
+        env.free()
+    if "energy" in rec.get(env.library, {}):
+        for label in labels[1:]:
+            if "energy" in rec[label]:
+                rec[label]["d_energy"] = abs(rec[label]["energy"] - rec[env.library]["energy"])
+                rec[label]["pass"] = rec[label]["d_energy"] <= 1e-7
+    out.add("scf", rec)
+
+
+def section_sweep(env: Env, out: Out, budget: Budget) -> None:
+    run_sizes(env, out, budget, "sweep", SWEEP[:4], "def2-svp", 4, reserve=150)
+    run_sizes(env, out, budget, "tzvp", TZVP[:1], "def2-tzvp", 4, reserve=60)
+    run_sizes(env, out, budget, "sweep", SWEEP[4:], "def2-svp", 4, reserve=60)
+
+
+def section_madft(env: Env, out: Out, budget: Budget) -> None:
+    run_sizes(env, out, budget, "madft", MADFT, "def2-svp", 4, reserve=5)
+
+
+SECTIONS = {
+    "accuracy": section_accuracy,
+    "scf": section_scf,
+    "sweep": section_sweep,
+    "madft": section_madft,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", required=True, type=Path, help="directory for the JSON results")
+    ap.add_argument("--budget", type=float, default=420.0, help="seconds for all sections")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset")
+    args = ap.parse_args(argv)
+    wanted = [s for s in args.sections.split(",") if s]
+    unknown = set(wanted) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}; choose from {list(SECTIONS)}")
+    budget = Budget(args.budget)
+    out = Out(args.out)
+    try:
+        env = Env("gpu")
+        import gpu4pyscf
+    except Exception as err:
+        print(f"the benchmark needs CuPy, GPU4PySCF and a GPU: {err}", file=sys.stderr)
+        return 2
+    info = {"command": " ".join(["python -m kerneldi.bench", *(argv or sys.argv[1:])])}
+    info["gpu4pyscf"] = gpu4pyscf.__version__
+    info.update(device_info(env))
+    from .gpu import kernels
+
+    t0 = time.perf_counter()
+    for mma in MMA:
+        kernels.module(32, mma)
+    info["kernel_compile_s"] = time.perf_counter() - t0
+    info["dgemm_fp64_tflops"] = dgemm_peak(env)
+    env.free()
+    info["paper_v100"] = PAPER_V100
+    out.write("provenance", provenance(**info))
+    log("device", info)
+    for name in wanted:
+        try:
+            SECTIONS[name](env, out, budget)
+        except Exception as err:
+            out.add("errors", {"section": name, "error": repr(err), "tb": traceback.format_exc()})
+            log(name, "failed", repr(err))
+            env.free()
+    log("done; budget left", round(budget.left(), 1), "s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
