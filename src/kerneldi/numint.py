@@ -104,11 +104,24 @@ class KerneLDIMixin:
             return {}
         return {"layout_seconds": self.layout_seconds, **self._engine.stats()}
 
+    def update_settings(self, **changes) -> None:
+        """New settings; the pair threshold and the GPU product mode keep the block structure
+        already built, any other change rebuilds it on the next call."""
+        self.settings = dataclasses.replace(self.settings, **changes)
+        eng = self._engine
+        if eng is None:
+            return
+        if set(changes) <= {"t_d", "mma"}:
+            if "mma" in changes and hasattr(eng, "use_mma"):
+                eng.use_mma(changes["mma"])
+            eng.settings = dataclasses.replace(eng.settings, **changes)
+        else:
+            self._engine = None
+            self._engine_key = None
+
     def set_mma(self, mma: str) -> None:
         """Switch the GPU product mode, keeping the block structure already built."""
-        self.settings = dataclasses.replace(self.settings, mma=mma)
-        if self._engine is not None and hasattr(self._engine, "use_mma"):
-            self._engine.use_mma(mma)
+        self.update_settings(mma=mma)
 
     # -- validation -------------------------------------------------------------------------
     def checked_xctype(self, xc_code) -> str:

@@ -79,7 +79,7 @@ def test_unrestricted_meta_gga(get_system):
     [
         {"mma": "fp64-tc"},
         {"block_size": 16},
-        {"ao_cache": "never", "engine_options": {"batch_bytes": 1_500_000}},
+        {"ao_cache": "never", "engine_options": {"batch_bytes": 300_000}},
     ],
     ids=["fp64-tensor-cores", "d16", "recompute-per-batch"],
 )
@@ -117,4 +117,4 @@ def test_every_kernel_instantiation_compiles_for_sm90():
         for d in ((16, 32, 64) if mma == "fp64" else (32,))
         for name in kernels.names(d, code)
     }
-    assert report.count("Compiling entry function") == len(expected) == 33
+    assert report.count("Compiling entry function") == len(expected)

@@ -69,23 +69,33 @@ class GPUBlockEngine:
         self.timer = _Timer(device, profile)
         lay, d = layout, layout.d
         self.ao = device.ao_evaluator(mol)
-        self.rows = xp.asarray(self.ao.rows(lay.basis_perm))
+        # evaluator row of every layout position, -1 for the padding
+        rows = np.full(lay.nao_pad, -1, dtype=np.int32)
+        rows[: lay.nao] = self.ao.rows(lay.basis_perm)
+        self.rows = self._i32(rows)
         self.perm = xp.asarray(lay.basis_perm)
         self.coords = xp.asarray(lay.coords)
         self.weights = xp.asarray(lay.weights)
-        per_block = 3 * self.ncomp * lay.nao_pad * d * 8  # AO values, padded copy, tiles
+        per_block = self.ncomp * lay.nao * d * 8  # the AO values of one grid block
         self.batch_blocks = max(1, min(lay.ngb, batch_bytes // per_block))
 
         # pass 1: block summaries (Eq. 11) and the kept blocks (Eq. 13) in BCS(C) order
         rows, cols, norms = [], [], []
+        knorm = self.kernels[f"kd_ao_norms<{d}>"]
         for g0, g1 in self._ranges():
-            t = self._tiles(g0, g1)
-            norm = xp.abs(t).max(axis=(2, 3, 4))
+            ao = self._ao(g0, g1)
+            norm = xp.empty((g1 - g0) * lay.nbb)
+            knorm(
+                len(norm),
+                (ao, np.int32(self.ncomp), np.int32(lay.nao), np.int32(ao.shape[2]), self.rows,
+                 np.int32(lay.nbb), norm),
+            )  # fmt: skip
+            norm = norm.reshape(g1 - g0, lay.nbb)
             g, p = xp.nonzero(norm >= settings.t_b)
             rows.append(_host(p))
             cols.append(_host(g) + g0)
             norms.append(norm[g, p])
-            del t
+            del ao
         pat = self.pattern = BlockPattern.from_blocks(
             lay.nbb, lay.ngb, np.concatenate(rows), np.concatenate(cols)
         )
@@ -114,7 +124,7 @@ class GPUBlockEngine:
             self.data = xp.empty((pat.nblk, self.ncomp, d, d))
             for g0, g1 in self._ranges():
                 b0, b1 = pat.col_ptr[g0], pat.col_ptr[g1]
-                self.data[b0:b1] = self._gather(self._tiles(g0, g1), g0, b0, b1)
+                self._gather(self._ao(g0, g1), g0, b0, self.data[b0:b1])
             self.batches = [(0, lay.ngb)]
         else:
             self.batches = list(self._ranges())
@@ -138,25 +148,29 @@ class GPUBlockEngine:
         for g0 in range(0, n, self.batch_blocks):
             yield g0, min(g0 + self.batch_blocks, n)
 
-    def _tiles(self, g0: int, g1: int):
-        """AO values of grid blocks [g0, g1) as (grid block, basis block, comp, d, d)."""
-        xp, lay, d = self.xp, self.layout, self.layout.d
-        p0, p1 = g0 * d, min(g1 * d, lay.npts)
-        ao = self.ao(self.coords[p0:p1], self.deriv)
-        full = xp.zeros((self.ncomp, lay.nao_pad, (g1 - g0) * d))
-        full[:, : lay.nao, : p1 - p0] = ao[:, self.rows]
-        t = full.reshape(self.ncomp, lay.nbb, d, g1 - g0, d).transpose(3, 1, 0, 2, 4)
-        return xp.ascontiguousarray(t)
+    def _ao(self, g0: int, g1: int):
+        """AO values of grid blocks [g0, g1): (comp, nao, npoints) in the evaluator's rows."""
+        d, npts = self.layout.d, self.layout.npts
+        ao = self.ao(self.coords[g0 * d : min(g1 * d, npts)], self.deriv)
+        return self.xp.ascontiguousarray(ao)
 
-    def _gather(self, tiles, g0: int, b0: int, b1: int):
-        return self.xp.ascontiguousarray(tiles[self.blk_col[b0:b1] - g0, self.row_idx[b0:b1]])
+    def _gather(self, ao, g0: int, b0: int, out):
+        """The kept blocks b0 .. b0 + len(out) - 1 (grid blocks from g0) into ``out``."""
+        lay = self.layout
+        self.kernels[f"kd_ao_gather<{lay.d}>"](
+            len(out),
+            (ao, np.int32(self.ncomp), np.int32(lay.nao), np.int32(ao.shape[2]), self.rows,
+             self.row_idx, self.blk_col, np.int32(b0), np.int32(g0), out),
+        )  # fmt: skip
+        return out
 
     def _batch_data(self, g0: int, g1: int):
         b0, b1 = self.col_ptr_host[g0], self.col_ptr_host[g1]
         if self.data is not None:
             return self.data[b0:b1]
         t0 = self.timer.start()
-        out = self._gather(self._tiles(g0, g1), g0, b0, b1)
+        out = self.xp.empty((b1 - b0, self.ncomp, self.layout.d, self.layout.d))
+        self._gather(self._ao(g0, g1), g0, b0, out)
         self.timer.stop("ao", t0)
         return out
 

@@ -13,6 +13,8 @@
 //                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18), then written to
 //                F_pr and mirrored to F_rp.
 //   kd_aow       A_b = sum_c wv_c Phi_b,c for every kept block (the GGA right operand) and max|A_b|.
+//   kd_ao_norms, kd_ao_gather  block summaries and kept blocks straight from the AO evaluator's
+//                output, in one pass each (building the cache, or a batch when recomputing).
 //
 // XC: 0 = LDA, 1 = GGA, 2 = meta-GGA (tau). MMA: 0 = FP64 on CUDA cores, 1 = FP64 tensor cores
 // (DMMA 8x8x4), 2 = FP16 inputs with FP32 accumulation (HMMA 16x16x16). The block size D is
@@ -490,4 +492,49 @@ __global__ void __launch_bounds__(NT)
     __syncthreads();
   }
   if (threadIdx.x == 0) amax[b] = red[0];
+}
+
+// Block summaries (Eq. 11) of a batch of AO values straight from the evaluator's output
+// ao[c][row][point] (comp x nao x npts): norm[gl * nbb + p] = max |Phi| over the d x d block of
+// basis block p (rows[p d + u] is the evaluator row of layout position p d + u, -1 past nao)
+// and grid block gl of the batch, over every component.
+template <int D>
+__global__ void __launch_bounds__(NT)
+    kd_ao_norms(const double* __restrict__ ao, const int ncomp, const int nao, const int npts,
+                const int* __restrict__ rows, const int nbb, double* __restrict__ norm) {
+  constexpr int DD = D * D;
+  __shared__ double red[NT];
+  const int gl = blockIdx.x / nbb, p = blockIdx.x % nbb;
+  double m = 0.0;
+  for (int e = threadIdx.x; e < ncomp * DD; e += NT) {
+    const int c = e / DD, u = (e % DD) / D, pt = gl * D + e % D;
+    const int row = rows[p * D + u];
+    if (row >= 0 && pt < npts) m = fmax(m, fabs(ao[((size_t)c * nao + row) * npts + pt]));
+  }
+  red[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = NT / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) red[threadIdx.x] = fmax(red[threadIdx.x], red[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) norm[blockIdx.x] = red[0];
+}
+
+// The kept blocks b0 .. b0 + gridDim.x - 1 of a batch whose first grid block is g0, copied from
+// the evaluator's output into the BCS data layout data[b][c][u][i] (zeros past nao / npts).
+template <int D>
+__global__ void __launch_bounds__(NT)
+    kd_ao_gather(const double* __restrict__ ao, const int ncomp, const int nao, const int npts,
+                 const int* __restrict__ rows, const int* __restrict__ row_idx,
+                 const int* __restrict__ blk_col, const int b0, const int g0,
+                 double* __restrict__ data) {
+  constexpr int DD = D * D;
+  const int b = blockIdx.x;
+  const int p = row_idx[b0 + b], gl = blk_col[b0 + b] - g0;
+  double* dst = data + (size_t)b * ncomp * DD;
+  for (int e = threadIdx.x; e < ncomp * DD; e += NT) {
+    const int c = e / DD, u = (e % DD) / D, pt = gl * D + e % D;
+    const int row = rows[p * D + u];
+    dst[e] = (row >= 0 && pt < npts) ? ao[((size_t)c * nao + row) * npts + pt] : 0.0;
+  }
 }

@@ -48,7 +48,7 @@ def potential_smem(d: int, mma: int) -> int:
 
 
 def names(d: int, mma: int) -> list[str]:
-    out = [f"kd_aow<{d}>"]
+    out = [f"kd_aow<{d}>", f"kd_ao_norms<{d}>", f"kd_ao_gather<{d}>"]
     for xc in XC_CODES.values():
         out += [f"kd_density<{xc},{d},{mma}>", f"kd_potential<{xc},{d},{mma}>"]
     return out
