@@ -20,7 +20,7 @@ from ..layout import Layout
 from ..settings import Settings
 from . import kernels as kd
 
-BATCH_BYTES = 2 * 1024**3  # AO temporaries of one grid batch
+BATCH_BYTES = 4 * 1024**3  # AO values of one grid batch
 
 
 def _host(a) -> np.ndarray:

@@ -1,0 +1,270 @@
+"""Plots and tables of the XC engine's results: KerneLDI Fig. 3 from the CPU threshold sweep,
+Figs. 2 and 4 from the GPU benchmark's JSON (``python -m kerneldi.bench``), with the figures
+the paper states for its V100 beside ours."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+FLOOR = 1e-16  # errors that are exactly zero are drawn here on log axes
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def threshold_sweep_figure(df: pd.DataFrame, path: str | Path, default_t_d: float) -> None:
+    """Fig. 3: |dExc| and max |dVxc| against t_d, one line per molecule (error against the
+    engine without screening, so only the pair screening is measured)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for molecule, rows in df.groupby("molecule", sort=False):
+        rows = rows.sort_values("t_d")
+        label = f"{molecule.split('/')[-1]} ({rows['natm'].iloc[0]} atoms, {rows['basis'].iloc[0]})"
+        for ax, col in zip(axes, ("d_exc_vs_unscreened", "max_d_vxc_vs_unscreened")):
+            ax.loglog(rows["t_d"], rows[col].clip(lower=FLOOR), "o-", label=label)
+    for ax, what in zip(axes, ("|dExc| (Hartree)", "max |dVxc|")):
+        ax.axvline(default_t_d, ls="--", c="gray", label="default $t_d$")
+        ax.set_xlabel("block-pair threshold $t_d$")
+        ax.set_ylabel(what)
+        ax.invert_xaxis()  # as in the paper: looser thresholds on the left
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_title(f"Exc error vs t_d (zeros drawn at {FLOOR:g})")
+    axes[1].set_title("Vxc error vs t_d")
+    axes[1].legend(fontsize=8)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+# -- GPU results ---------------------------------------------------------------------------
+
+
+def load_gpu(folder: str | Path) -> dict:
+    """Every JSON file the benchmark wrote into ``folder``, by name."""
+    out = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        out[path.stem] = json.loads(path.read_text())
+    return out
+
+
+def _measured(records) -> list[dict]:
+    return [r for r in records if "skipped" not in r and "error" not in r]
+
+
+def sweep_table(results: dict) -> pd.DataFrame:
+    """One row per measured system of the sweep, def2-TZVP and Fig. 2 sets."""
+    rows = []
+    for section in ("sweep", "tzvp", "madft"):
+        for r in _measured(results.get(section, [])):
+            row = {
+                "section": section,
+                "molecule": r["molecule"],
+                "natm": r["natm"],
+                "nao": r["nao"],
+                "basis": r["basis"],
+                "npoints": r["npoints"],
+                "gpu4pyscf_s": r["gpu4pyscf"]["median_s"],
+                "exc_cublas_s": r["exc_cublas"].get("median_s", np.nan),
+                "ours_setup_s": r["ours_first_call_s"],
+                "ao_cached": r["ours_stats"].get("ao_cached"),
+                "retained_fraction": r["ours_stats"]["retained_fraction"],
+            }
+            for mma in ("fp64", "fp64-tc", "fp16-tc"):
+                ours = r.get(f"ours_{mma}", {})
+                row[f"ours_{mma}_s"] = ours.get("median_s", np.nan)
+                row[f"d_exc_{mma}_vs_gpu4pyscf"] = ours.get("vs_gpu4pyscf", {}).get("d_exc")
+            row["ours_fp64_recompute_s"] = r.get("ours_fp64_recompute", {}).get("median_s")
+            row["d_exc_fp64_vs_exc_cublas"] = (
+                r["ours_fp64"].get("vs_exc_cublas", {}).get("d_exc", np.nan)
+            )
+            pf = r["ours_fp64"].get("pair_fractions", {})
+            row["density_pair_fraction"] = pf.get("density_pair_fraction")
+            row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    best = df[[f"ours_{m}_s" for m in ("fp64", "fp64-tc")]].min(axis=1)
+    df["speedup_vs_exc_cublas"] = df["exc_cublas_s"] / best
+    df["speedup_vs_gpu4pyscf"] = df["gpu4pyscf_s"] / best
+    return df.sort_values(["section", "natm"]).reset_index(drop=True)
+
+
+def fig4(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
+    """Fig. 4: EXC energy time (M06-2X, def2-SVP, grid level 4) against the number of atoms."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 5), constrained_layout=True)
+    rows = df[df["section"] == "sweep"]
+    series = [
+        ("ours_fp64_s", "KerneLDI FP64", "o-"),
+        ("ours_fp64-tc_s", "KerneLDI FP64 tensor cores", "s-"),
+        ("ours_fp16-tc_s", "KerneLDI FP16 tensor cores", "^:"),
+        ("exc_cublas_s", "EXC-cuBLAS", "D-"),
+        ("gpu4pyscf_s", "GPU4PySCF nr_rks", "v-"),
+    ]
+    for family, marker_fill in (("water", "full"), ("gly", "none")):
+        part = rows[rows["molecule"].str.contains(family)].sort_values("natm")
+        if part.empty:
+            continue
+        for col, label, style in series:
+            ok = part[col].notna()
+            ax.semilogy(
+                part["natm"][ok],
+                part[col][ok] * 1e3,
+                style,
+                fillstyle=marker_fill,
+                label=f"{label} ({family})",
+            )
+    for _, r in rows.iterrows():
+        if np.isfinite(r["speedup_vs_exc_cublas"]):
+            ax.annotate(
+                f"{r['speedup_vs_exc_cublas']:.1f}x",
+                (r["natm"], r["ours_fp64_s"] * 1e3),
+                textcoords="offset points",
+                xytext=(4, -12),
+                fontsize=7,
+            )
+    lo, hi = paper["crossover_atoms"]
+    ax.axvspan(lo, hi, color="gray", alpha=0.12, label="paper (V100): crossover range")
+    ax.set_xlabel("atoms")
+    ax.set_ylabel("EXC energy time (ms)")
+    ax.set_title(
+        "Time vs size on this GPU (labels: speedup over EXC-cuBLAS)\n"
+        f"paper on a V100: up to {paper['max_speedup_over_exc_cublas']:.0f}x over EXC-cuBLAS"
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6.5, ncol=2)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def fig2(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
+    """Fig. 2: speedup over EXC-cuBLAS against the energy difference to it, colored by basis
+    size, with the paper's V100 range."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.8), constrained_layout=True)
+    ok = df["speedup_vs_exc_cublas"].notna() & df["d_exc_fp64_vs_exc_cublas"].notna()
+    part = df[ok]
+    sc = ax.scatter(
+        part["d_exc_fp64_vs_exc_cublas"].clip(lower=FLOOR),
+        part["speedup_vs_exc_cublas"],
+        c=part["nao"],
+        cmap="viridis",
+    )
+    fig.colorbar(sc, ax=ax, label="basis functions")
+    lo, hi = paper["energy_mae_range_hartree"]
+    ax.axvspan(lo, hi, color="orange", alpha=0.15, label="paper (V100): error range")
+    ax.axhline(paper["max_speedup_over_exc_cublas"], ls=":", c="orange", label="paper: max speedup")
+    ax.set_xscale("log")
+    ax.set_xlabel("|Exc(ours) - Exc(EXC-cuBLAS)| (Hartree)")
+    ax.set_ylabel("speedup over EXC-cuBLAS")
+    ax.set_title("Speedup vs error (M06-2X, def2-SVP, grid level 4)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _fmt(x, spec=".3g") -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "-"
+    return format(x, spec) if isinstance(x, (int, float, np.floating)) else str(x)
+
+
+def gpu_summary(results: dict, table: pd.DataFrame) -> str:
+    """Markdown: device, accuracy verdicts, SCF energies, timings and the paper's figures."""
+    from qcbench.tables import to_markdown
+
+    prov = results.get("provenance", {})
+    lines = ["# XC engine on the GPU", ""]
+    cupy_version = prov.get("versions", {}).get("cupy-cuda13x", "?")
+    lines.append(
+        f"Device: {prov.get('gpu', '?')} ({prov.get('memory_gib', 0):.0f} GiB), "
+        f"CUDA runtime {prov.get('cuda_runtime')}, CuPy {cupy_version}, "
+        f"GPU4PySCF {prov.get('gpu4pyscf')}; commit {prov.get('commit')}; "
+        f"cuBLAS DGEMM {_fmt(prov.get('dgemm_fp64_tflops'))} TFLOP/s."
+    )
+    lines.append(f"Command: `{prov.get('command')}`")
+    acc = _measured(results.get("accuracy", []))
+    if acc:
+        lines += ["", "## Accuracy against PySCF's NumInt on the same grid", ""]
+        rows = [
+            {
+                "molecule": a["molecule"],
+                "kind": a["kind"],
+                "xc": a["xc"],
+                "mode": a["mma"],
+                "|dExc|": a["vs_pyscf"]["d_exc"],
+                "max |dVxc|": a["vs_pyscf"]["max_d_vxc"],
+                "|dExc| vs GPU4PySCF": a["vs_gpu4pyscf"]["d_exc"],
+                "meets 1e-9 / 1e-8": a["pass"],
+            }
+            for a in acc
+        ]
+        lines.append(to_markdown(pd.DataFrame(rows)))
+    for scf in results.get("scf", []):
+        lines += [
+            "",
+            f"## M06-2X SCF ({scf['molecule']}, {scf['basis']}, grid {scf['grid_level']})",
+        ]
+        lines.append("")
+        for label, r in scf.items():
+            if isinstance(r, dict) and "energy" in r:
+                extra = f", |dE| = {_fmt(r['d_energy'])} Eh" if "d_energy" in r else ""
+                lines.append(
+                    f"- {label}: E = {r['energy']:.10f} Eh, {r['cycles']} cycles, "
+                    f"nr_rks median {_fmt(r['nr_rks_median_after_first_s'])} s{extra}"
+                )
+    if not table.empty:
+        cols = [
+            "section",
+            "molecule",
+            "natm",
+            "nao",
+            "npoints",
+            "ours_fp64_s",
+            "ours_fp64-tc_s",
+            "ours_fp16-tc_s",
+            "ours_fp64_recompute_s",
+            "exc_cublas_s",
+            "gpu4pyscf_s",
+            "speedup_vs_exc_cublas",
+            "speedup_vs_gpu4pyscf",
+            "ours_setup_s",
+            "ao_cached",
+            "retained_fraction",
+            "potential_pair_fraction",
+            "d_exc_fp64_vs_exc_cublas",
+        ]
+        lines += ["", "## EXC energy time (M06-2X, grid level 4; seconds, medians)", ""]
+        lines.append(to_markdown(table[cols]))
+    paper = prov.get("paper_v100", {})
+    if paper:
+        lines += ["", "## The paper's V100 figures (as its text states them)", ""]
+        lines.append(
+            f"- up to {paper['max_speedup_over_exc_cublas']}x over EXC-cuBLAS; energy MAE "
+            f"{paper['energy_mae_range_hartree'][0]:g} to {paper['energy_mae_range_hartree'][1]:g}"
+            f" Eh; crossover at {paper['crossover_atoms'][0]}-{paper['crossover_atoms'][1]} atoms"
+        )
+        speedups = ", ".join(
+            f"{k} {v}x" for k, v in paper["scf_speedup_over_gpu4pyscf_def2tzvp"].items()
+        )
+        lines.append(f"- end-to-end SCF speedup over GPU4PySCF (def2-TZVP): {speedups}")
+    skipped = [
+        f"{s}: {r['molecule']} ({r.get('skipped') or r.get('error')})"
+        for s in ("accuracy", "sweep", "tzvp", "madft")
+        for r in results.get(s, [])
+        if "skipped" in r or "error" in r
+    ]
+    if skipped:
+        lines += ["", "## Not measured", "", *(f"- {s}" for s in skipped)]
+    return "\n".join(lines) + "\n"

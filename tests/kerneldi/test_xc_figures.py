@@ -1,0 +1,52 @@
+"""Tables and plots of the benchmark records (the GPU figures are fed CPU records renamed to
+the GPU benchmark's keys, so the record layout they read is the one compare_sizes writes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from kerneldi import bench, figures  # noqa: E402
+from kerneldi.experiments import threshold_sweep  # noqa: E402
+from kerneldi.settings import Settings  # noqa: E402
+
+
+def gpu_like(record: dict, molecule: str) -> dict:
+    text = json.dumps(record)
+    for cpu, gpu in (('"pyscf"', '"gpu4pyscf"'), ("vs_pyscf", "vs_gpu4pyscf")):
+        text = text.replace(cpu, gpu)
+    out = json.loads(text.replace("exc_openblas", "exc_cublas"))
+    out["molecule"] = molecule
+    return out
+
+
+def test_gpu_figures_from_benchmark_records(tmp_path):
+    rec = bench.compare_sizes(
+        bench.Env("cpu"), "water_clusters/002", "sto-3g", 0, bench.Budget(600), True
+    )
+    assert rec["ours_fp64"]["vs_pyscf"]["d_exc"] <= 1e-9
+    results = {
+        "provenance": {"gpu": "test", "paper_v100": bench.PAPER_V100},
+        "sweep": [gpu_like(rec, "water_clusters/002"), gpu_like(rec, "gly/gly30")],
+        "madft": [gpu_like(rec, "madft/ethanol"), {"molecule": "madft/c60a", "skipped": "budget"}],
+    }
+    for name, obj in results.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+    loaded = figures.load_gpu(tmp_path)
+    table = figures.sweep_table(loaded)
+    assert len(table) == 3 and (table["speedup_vs_exc_cublas"] > 0).all()
+    figures.fig4(table, tmp_path / "fig4.png", bench.PAPER_V100)
+    figures.fig2(table, tmp_path / "fig2.png", bench.PAPER_V100)
+    text = figures.gpu_summary(loaded, table)
+    assert (tmp_path / "fig4.png").stat().st_size > 0 and (tmp_path / "fig2.png").stat().st_size > 0
+    assert "madft/c60a (budget)" in text and "up to 10.0x" in text
+
+
+def test_threshold_figure(tmp_path):
+    df = threshold_sweep("water_clusters/002", "sto-3g", 0, "pbe", [1e-12, 1e-6, 1e-3], Settings())
+    assert df["potential_pair_fraction"].is_monotonic_decreasing
+    figures.threshold_sweep_figure(df, tmp_path / "fig3.png", 1e-12)
+    assert (tmp_path / "fig3.png").stat().st_size > 0

@@ -1,0 +1,28 @@
+"""KerneLDI Figs. 2 and 4 and a summary from the committed GPU benchmark results."""
+
+import argparse
+
+from kerneldi.figures import fig2, fig4, gpu_summary, load_gpu, sweep_table
+from qcbench.tables import write_table
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--results", required=True, help="folder of python -m kerneldi.bench")
+    p.add_argument("--fig2", required=True)
+    p.add_argument("--fig4", required=True)
+    p.add_argument("--table", nargs=2, required=True, metavar=("CSV", "MD"))
+    p.add_argument("--summary", required=True)
+    a = p.parse_args()
+    results = load_gpu(a.results)
+    table = sweep_table(results)
+    write_table(table, *a.table)
+    paper = results["provenance"]["paper_v100"]
+    fig4(table, a.fig4, paper)
+    fig2(table, a.fig2, paper)
+    with open(a.summary, "w") as f:
+        f.write(gpu_summary(results, table))
+
+
+if __name__ == "__main__":
+    main()
