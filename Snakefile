@@ -15,9 +15,11 @@ validate(config, "config/schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/eri_graph.smk"
 include: "workflow/rules/eri_verify.smk"
+include: "workflow/rules/xc.smk"
 
 
 rule all:
     input:
         ERI_GRAPH_REPORTS,
         ERI_VERIFY_REPORTS,
+        XC_REPORTS,

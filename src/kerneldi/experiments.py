@@ -3,6 +3,8 @@ threshold sweep of KerneLDI Fig. 3, and CPU timings against EXC-OpenBLAS."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from pyscf import dft
@@ -17,7 +19,7 @@ KINDS = {"rks": (0, None), "uks": (1, 1)}  # uks: the singly charged doublet
 
 def system(molecule: str, basis: str, grid_level: int, kind: str = "rks", molecules_dir=None):
     """(mol, grids, dm): PySCF grid of the level, Hueckel-guess density (delocalized, cheap)."""
-    kw = {} if molecules_dir is None else {"root": molecules_dir}
+    kw = {} if molecules_dir is None else {"root": Path(molecules_dir)}
     mol = load(molecule, basis, **kw)
     charge, spin = KINDS[kind]
     if charge:

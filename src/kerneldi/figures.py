@@ -29,7 +29,7 @@ def threshold_sweep_figure(df: pd.DataFrame, path: str | Path, default_t_d: floa
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
     for molecule, rows in df.groupby("molecule", sort=False):
         rows = rows.sort_values("t_d")
-        label = f"{molecule.split('/')[-1]} ({rows['natm'].iloc[0]} atoms, {rows['basis'].iloc[0]})"
+        label = f"{molecule} ({rows['natm'].iloc[0]} atoms, {rows['basis'].iloc[0]})"
         for ax, col in zip(axes, ("d_exc_vs_unscreened", "max_d_vxc_vs_unscreened")):
             ax.loglog(rows["t_d"], rows[col].clip(lower=FLOOR), "o-", label=label)
     for ax, what in zip(axes, ("|dExc| (Hartree)", "max |dVxc|")):
