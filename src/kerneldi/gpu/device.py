@@ -38,7 +38,7 @@ class GPU4PySCFAO:
         self.mol = mol
         try:
             opt = gni.NumInt().build(mol, None).gdftopt
-        except TypeError:
+        except Exception:  # an older or newer NumInt.build signature
             opt = gni._GDFTOpt.from_mol(mol)
         self._gni, self.opt, self.sorted_mol = gni, opt, opt._sorted_mol
         idx = np.asarray(cupy.asnumpy(cupy.asarray(opt._ao_idx)), dtype=np.int64)
