@@ -80,8 +80,9 @@ def test_unrestricted_meta_gga(get_system):
         {"mma": "fp64-tc"},
         {"block_size": 16},
         {"ao_cache": "never", "engine_options": {"batch_bytes": 300_000}},
+        {"engine_options": {"segment_blocks": 4}},
     ],
-    ids=["fp64-tensor-cores", "d16", "recompute-per-batch"],
+    ids=["fp64-tensor-cores", "d16", "recompute-per-batch", "tiles-split-over-blocks"],
 )
 def test_kernel_variants(small, options):
     mol, grids, dm = small

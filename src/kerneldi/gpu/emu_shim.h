@@ -63,10 +63,13 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 }
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int min(int a, int b) { return a < b ? a : b; }
 
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
+
+inline double atomicAdd(double* p, double v) { return std::atomic_ref<double>(*p).fetch_add(v); }
 
 typedef _Float16 __half;
 inline __half __double2half(double x) { return (__half)x; }

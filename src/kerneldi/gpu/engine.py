@@ -21,6 +21,8 @@ from ..settings import Settings
 from . import kernels as kd
 
 BATCH_BYTES = 4 * 1024**3  # AO values of one grid batch
+# grid blocks per thread block of the potential kernel: bounds the work of one output tile
+SEGMENT_BLOCKS = 1024
 
 
 def _host(a) -> np.ndarray:
@@ -57,10 +59,12 @@ class GPUBlockEngine:
         deriv: int,
         device,
         batch_bytes: int = BATCH_BYTES,
+        segment_blocks: int = SEGMENT_BLOCKS,
         profile: bool = False,
     ):
         t_setup = time.perf_counter()
         kd.check_supported(settings.block_size, settings.mma)
+        self.segment_blocks = segment_blocks
         xp = self.xp = device.xp
         self.device, self.mol, self.layout, self.settings = device, mol, layout, settings
         self.deriv, self.ncomp = deriv, (1 if deriv == 0 else 4)
@@ -223,11 +227,13 @@ class GPUBlockEngine:
                 aow, amax = xp.empty((max(nb, 1), d, d)), xp.empty(max(nb, 1))
                 kaow(nb, (data, np.int32(self.ncomp), w, np.int32(lay.npts_pad), self.blk_col,
                           np.int32(b0), aow, amax))  # fmt: skip
+            nseg = -(-(g1 - g0) // self.segment_blocks)
             kpot(
-                self.ntiles,
+                self.ntiles * nseg,
                 (data, np.int32(self.ncomp), aow, amax, self.row_ptr, self.col_idx, self.row_blk,
-                 self.phimax, w0, wt, wmax0, wmaxt, self.tiles, np.int32(g0), np.int32(g1),
-                 np.int32(b0), np.float64(st.t_d), f, np.int32(lay.nao_pad), counter),
+                 self.phimax, w0, wt, wmax0, wmaxt, self.tiles, np.int32(nseg),
+                 np.int32(self.segment_blocks), np.int32(g0), np.int32(g1), np.int32(b0),
+                 np.float64(st.t_d), f, np.int32(lay.nao_pad), counter),
             )  # fmt: skip
             self.timer.stop("potential", t0)
         self.counts["potential_pairs"] = int(_host(counter)[0])

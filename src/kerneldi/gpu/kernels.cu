@@ -8,8 +8,8 @@
 //                executable pairs (p, q) of g's block list are compacted with a prefix sum
 //                (Algorithm 1), R_pg = sum_q D_pq Phi_qg is formed from d x d tiles staged in
 //                shared memory, and contracted with Phi_pg into rho, grad rho and tau.
-//   kd_potential one thread block per output tile (p, r), p <= r: the grid blocks shared by rows
-//                p and r that pass the pair bound are compacted, and
+//   kd_potential one thread block per output tile (p, r), p <= r, and segment of the grid blocks:
+//                the grid blocks shared by rows p and r that pass the pair bound are compacted, and
 //                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18), then written to
 //                F_pr and mirrored to F_rp.
 //   kd_aow       A_b = sum_c wv_c Phi_b,c for every kept block (the GGA right operand) and max|A_b|.
@@ -359,9 +359,10 @@ __global__ void __launch_bounds__(NT)
                  const int* __restrict__ col_idx, const int* __restrict__ row_blk,
                  const double* __restrict__ phimax, const double* __restrict__ w0,
                  const double* __restrict__ wt, const double* __restrict__ wmax0,
-                 const double* __restrict__ wmaxt, const int* __restrict__ tiles, const int g0,
-                 const int g1, const int blk0, const double t_d, double* __restrict__ F,
-                 const int nao_pad, unsigned long long* __restrict__ counter) {
+                 const double* __restrict__ wmaxt, const int* __restrict__ tiles, const int nseg,
+                 const int seg_blocks, const int g0, const int g1, const int blk0,
+                 const double t_d, double* __restrict__ F, const int nao_pad,
+                 unsigned long long* __restrict__ counter) {
   typedef Smem<D, MMA> S;
   typedef typename S::E E;
   typedef Elem<MMA> C;
@@ -376,11 +377,15 @@ __global__ void __launch_bounds__(NT)
   __shared__ int list_b[NT];
   __shared__ int warp_counts[NWARP];
 
-  const int p = tiles[2 * blockIdx.x], r = tiles[2 * blockIdx.x + 1];
-  const int ps = lower_bound(col_idx, row_ptr[p], row_ptr[p + 1], g0);
-  const int pe = lower_bound(col_idx, ps, row_ptr[p + 1], g1);
-  const int rs = lower_bound(col_idx, row_ptr[r], row_ptr[r + 1], g0);
-  const int re = lower_bound(col_idx, rs, row_ptr[r + 1], g1);
+  // block (tile, segment): a segment is seg_blocks grid blocks of the batch, so that tiles whose
+  // rows share many grid blocks are spread over several thread blocks
+  const int tile = blockIdx.x / nseg, seg = blockIdx.x % nseg;
+  const int p = tiles[2 * tile], r = tiles[2 * tile + 1];
+  const int gs = g0 + seg * seg_blocks, ge = min(gs + seg_blocks, g1);
+  const int ps = lower_bound(col_idx, row_ptr[p], row_ptr[p + 1], gs);
+  const int pe = lower_bound(col_idx, ps, row_ptr[p + 1], ge);
+  const int rs = lower_bound(col_idx, row_ptr[r], row_ptr[r + 1], gs);
+  const int re = lower_bound(col_idx, rs, row_ptr[r + 1], ge);
   if (ps == pe || rs == re) return;
   // walk the shorter row, find its grid blocks in the longer one (Eq. 15 intersection)
   const bool walk_p = (pe - ps) <= (re - rs);
@@ -459,8 +464,15 @@ __global__ void __launch_bounds__(NT)
   for (int e = threadIdx.x; e < DD; e += NT) {
     const int u = e / D, v = e % D;
     const double val = sC[e];
-    F[(size_t)(p * D + u) * nao_pad + r * D + v] += val;
-    if (p != r) F[(size_t)(r * D + v) * nao_pad + p * D + u] += val;
+    double* fpr = F + (size_t)(p * D + u) * nao_pad + r * D + v;
+    double* frp = F + (size_t)(r * D + v) * nao_pad + p * D + u;
+    if (nseg == 1) {  // one thread block per tile: no other writer
+      *fpr += val;
+      if (p != r) *frp += val;
+    } else {
+      atomicAdd(fpr, val);
+      if (p != r) atomicAdd(frp, val);
+    }
   }
   if (threadIdx.x == 0) atomicAdd(counter, (unsigned long long)(p == r ? executed : 2 * executed));
 }
