@@ -251,11 +251,16 @@ def realistic(env: Env, mol, level: int):
     return dm, mf.grids, time.perf_counter() - t0
 
 
+def _failed(err: Exception) -> dict:
+    return {"error": repr(err), "traceback": traceback.format_exc()}
+
+
 def compare_sizes(
     env: Env, name: str, basis: str, level: int, budget: Budget, dense: bool, xc: str = "m062x"
 ) -> dict:
     """Ours (every product mode on cached AO blocks, and recomputed per batch), the dense
-    baseline and the library's nr_rks on one molecule: same grid, density and functional."""
+    baseline and the library's nr_rks on one molecule: same grid, density and functional.
+    A failing method is recorded as such and the others are still measured."""
     mol = load(name, basis)
     dm, grids, t_density = realistic(env, mol, level)
     rec = {
@@ -274,61 +279,80 @@ def compare_sizes(
     log(name, env.library, round(lib["median_s"], 4))
     ref = lib.pop("result")
 
-    ni = env.numint(settings=env.memory_fraction())
-    env.sync()
-    t0 = time.perf_counter()
-    ni.nr_rks(mol, grids, xc, dm)
-    env.sync()
-    rec["ours_first_call_s"] = time.perf_counter() - t0
-    rec["ours_stats"] = ni.stats()
     exact = None
-    for mma in env.modes:
-        ni.set_mma(mma)
-        t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
-        rec[f"ours_{mma}"] = {
-            "median_s": t["median_s"],
-            "times_s": t["times_s"],
-            f"vs_{env.library}": errors(t["result"], ref),
-            "pair_fractions": {k: v for k, v in ni.stats().items() if k.endswith("pair_fraction")},
-        }
-        if mma == "fp64":
-            exact = t["result"]
-        log(name, mma, round(t["median_s"], 4), rec[f"ours_{mma}"][f"vs_{env.library}"])
-    del ni, t
+    try:
+        ni = env.numint(settings=env.memory_fraction())
+        env.sync()
+        t0 = time.perf_counter()
+        ni.nr_rks(mol, grids, xc, dm)
+        env.sync()
+        rec["ours_first_call_s"] = time.perf_counter() - t0
+        rec["ours_stats"] = ni.stats()
+        for mma in env.modes:
+            try:
+                ni.set_mma(mma)
+                t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
+            except Exception as err:
+                rec[f"ours_{mma}"] = _failed(err)
+                log(name, mma, "error", repr(err))
+                continue
+            rec[f"ours_{mma}"] = {
+                "median_s": t["median_s"],
+                "times_s": t["times_s"],
+                f"vs_{env.library}": errors(t["result"], ref),
+                "pair_fractions": {
+                    k: v for k, v in ni.stats().items() if k.endswith("pair_fraction")
+                },
+            }
+            if mma == "fp64":
+                exact = t["result"]
+            log(name, mma, round(t["median_s"], 4), rec[f"ours_{mma}"][f"vs_{env.library}"])
+    except Exception as err:  # the engine could not be built
+        rec["ours_error"] = _failed(err)
+        log(name, "ours", "error", repr(err))
+    ni = t = None
     env.free()
 
     if budget.left() > 60:
-        ni = env.numint(ao_cache="never")
-        t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), reps=2)
-        rec["ours_fp64_recompute"] = {
-            "median_s": t["median_s"],
-            "times_s": t["times_s"],
-            "grid_batches": ni.stats().get("grid_batches"),
-        }
-        log(name, "recompute", round(t["median_s"], 4))
-        del ni, t
+        try:
+            ni = env.numint(ao_cache="never")
+            t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), reps=2)
+            rec["ours_fp64_recompute"] = {
+                "median_s": t["median_s"],
+                "times_s": t["times_s"],
+                "grid_batches": ni.stats().get("grid_batches"),
+            }
+            log(name, "recompute", round(t["median_s"], 4))
+        except Exception as err:
+            rec["ours_fp64_recompute"] = _failed(err)
+        ni = t = None
         env.free()
 
+    rec[env.baseline] = {"skipped": "budget"}
     if dense:
-        ni = env.numint(engine="dense", settings=env.memory_fraction())
-        # the largest dense runs take tens of seconds: one run (its kernels are loaded already)
-        big = mol.nao**2 * grids.size > 2e13
-        runs = {"reps": 1, "warmup": 0} if big else {"reps": 3, "warmup": 1}
-        t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), **runs)
-        rec[env.baseline] = {
-            "median_s": t["median_s"],
-            "times_s": t["times_s"],
-            "ao_cached": ni.stats()["ao_cached"],
-        }
-        # the dense products skip nothing: this is our screening error at this size
-        rec["ours_fp64"][f"vs_{env.baseline}"] = errors(exact, t["result"])
-        log(name, env.baseline, round(t["median_s"], 4))
-        del ni, t
+        try:
+            ni = env.numint(engine="dense", settings=env.memory_fraction())
+            # the largest dense runs take tens of seconds: one run (its kernels are loaded)
+            big = mol.nao**2 * grids.size > 2e13
+            runs = {"reps": 1, "warmup": 0} if big else {"reps": 3, "warmup": 1}
+            t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), **runs)
+            rec[env.baseline] = {
+                "median_s": t["median_s"],
+                "times_s": t["times_s"],
+                "ao_cached": ni.stats()["ao_cached"],
+            }
+            if exact is not None:
+                # the dense products skip nothing: this is our screening error at this size
+                rec["ours_fp64"][f"vs_{env.baseline}"] = errors(exact, t["result"])
+            log(name, env.baseline, round(t["median_s"], 4))
+        except Exception as err:
+            rec[env.baseline] = _failed(err)
+        ni = t = None
         env.free()
-    else:
-        rec[env.baseline] = {"skipped": "budget"}
     for mma in env.modes:
-        ours = rec[f"ours_{mma}"]
+        ours = rec.get(f"ours_{mma}", {})
+        if "median_s" not in ours:
+            continue
         ours[f"speedup_vs_{env.library}"] = rec[env.library]["median_s"] / ours["median_s"]
         if "median_s" in rec[env.baseline]:
             ours[f"speedup_vs_{env.baseline}"] = rec[env.baseline]["median_s"] / ours["median_s"]
@@ -401,8 +425,14 @@ def section_accuracy(env: Env, out: Out, budget: Budget) -> None:
             lib = getattr(env.reference.NumInt(), method)(mol, grids, xc, dm)
             ni = env.numint()
             for mma in env.modes:
-                ni.set_mma(mma)
-                got = getattr(ni, method)(mol, grids, xc, dm)
+                try:
+                    ni.set_mma(mma)
+                    got = getattr(ni, method)(mol, grids, xc, dm)
+                except Exception as err:
+                    out.add("accuracy", {"molecule": name, "kind": kind, "xc": xc, "mma": mma,
+                                         **_failed(err)})  # fmt: skip
+                    log("accuracy", name, kind, xc, mma, "error", repr(err))
+                    continue
                 rec = {
                     "molecule": name,
                     "natm": mol.natm,
@@ -426,6 +456,43 @@ def section_accuracy(env: Env, out: Out, budget: Budget) -> None:
             env.free()
 
 
+def _scf(env: Env, mol, level: int, numint) -> dict:
+    """An M06-2X SCF with ``numint`` (the library's own when None), nr_rks calls timed."""
+    mf = env.dft.RKS(mol, xc="m062x")
+    mf.grids.level = level
+    mf.conv_tol = 1e-10
+    mf.verbose = 0
+    if numint is not None:
+        mf._numint = numint
+    calls: list[float] = []
+    inner = mf._numint.nr_rks
+
+    def timed_nr_rks(*args, **kwargs):
+        env.sync()
+        t0 = time.perf_counter()
+        res = inner(*args, **kwargs)
+        env.sync()
+        calls.append(time.perf_counter() - t0)
+        return res
+
+    mf._numint.nr_rks = timed_nr_rks
+    t0 = time.perf_counter()
+    energy = mf.kernel()
+    env.sync()
+    out = {
+        "energy": float(energy),
+        "converged": bool(mf.converged),
+        "cycles": getattr(mf, "cycles", None),
+        "total_s": time.perf_counter() - t0,
+        "nr_rks_calls": len(calls),
+        "nr_rks_first_s": calls[0] if calls else None,
+        "nr_rks_median_after_first_s": statistics.median(calls[1:]) if len(calls) > 1 else None,
+    }
+    if numint is not None:
+        out["stats"] = numint.stats()
+    return out
+
+
 def section_scf(env: Env, out: Out, budget: Budget) -> None:
     name, basis, level = "water_clusters/004", "def2-svp", 4
     mol = load(name, basis)
@@ -436,40 +503,12 @@ def section_scf(env: Env, out: Out, budget: Budget) -> None:
         if budget.left() < 40:
             rec[label] = {"skipped": "budget"}
             continue
-        mf = env.dft.RKS(mol, xc="m062x")
-        mf.grids.level = level
-        mf.conv_tol = 1e-10
-        mf.verbose = 0
-        if label != env.library:
-            mf._numint = env.numint(mma=label.removeprefix("kerneldi-"))
-        calls: list[float] = []
-        inner = mf._numint.nr_rks
-
-        def timed_nr_rks(*args, _inner=inner, _calls=calls, **kwargs):
-            env.sync()
-            t0 = time.perf_counter()
-            res = _inner(*args, **kwargs)
-            env.sync()
-            _calls.append(time.perf_counter() - t0)
-            return res
-
-        mf._numint.nr_rks = timed_nr_rks
-        t0 = time.perf_counter()
-        energy = mf.kernel()
-        env.sync()
-        rec[label] = {
-            "energy": float(energy),
-            "converged": bool(mf.converged),
-            "cycles": getattr(mf, "cycles", None),
-            "total_s": time.perf_counter() - t0,
-            "nr_rks_calls": len(calls),
-            "nr_rks_first_s": calls[0] if calls else None,
-            "nr_rks_median_after_first_s": statistics.median(calls[1:]) if len(calls) > 1 else None,
-        }
-        if label != env.library:
-            rec[label]["stats"] = mf._numint.stats()
-        log("scf", label, rec[label])
-        del mf
+        try:
+            numint = None if label == env.library else env.numint(mma=label[len("kerneldi-") :])
+            rec[label] = _scf(env, mol, level, numint)
+        except Exception as err:
+            rec[label] = _failed(err)
+        log("scf", label, {k: v for k, v in rec[label].items() if k != "traceback"})
         env.free()
     if "energy" in rec.get(env.library, {}):
         for label in labels[1:]:
@@ -522,7 +561,10 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     for mma in MMA:
-        kernels.module(32, mma)
+        try:
+            kernels.module(32, mma)
+        except Exception as err:  # recorded; the sections record what fails with it
+            info[f"kernel_compile_error_{mma}"] = repr(err)
     info["kernel_compile_s"] = time.perf_counter() - t0
     info["dgemm_fp64_tflops"] = dgemm_peak(env)
     env.free()
