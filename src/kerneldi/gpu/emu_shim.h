@@ -71,8 +71,23 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 
 inline double atomicAdd(double* p, double v) { return std::atomic_ref<double>(*p).fetch_add(v); }
 
+#ifdef __FLT16_MANT_DIG__
 typedef _Float16 __half;
 inline __half __double2half(double x) { return (__half)x; }
+#else
+// compilers without _Float16: IEEE half rounding (11 significant bits, subnormals, overflow)
+struct __half {
+  float v;
+  operator float() const { return v; }
+};
+inline __half __double2half(double x) {
+  if (!(std::fabs(x) < 65520.0)) return {std::isnan(x) ? (float)x : std::copysign(INFINITY, (float)x)};
+  int e;
+  std::frexp(x, &e);
+  const double quantum = std::ldexp(1.0, (e < -13 ? -13 : e) - 11);
+  return {(float)(std::nearbyint(x / quantum) * quantum)};
+}
+#endif
 
 namespace nvcuda {
 namespace wmma {
