@@ -73,29 +73,29 @@ def sweep_table(results: dict) -> pd.DataFrame:
                 "basis": r["basis"],
                 "npoints": r["npoints"],
                 "gpu4pyscf_s": r["gpu4pyscf"]["median_s"],
-                "exc_cublas_s": r["exc_cublas"].get("median_s", np.nan),
-                "ours_setup_s": r["ours_first_call_s"],
-                "ao_cached": r["ours_stats"].get("ao_cached"),
-                "retained_fraction": r["ours_stats"]["retained_fraction"],
+                "exc_cublas_s": r.get("exc_cublas", {}).get("median_s", np.nan),
+                "ours_setup_s": r.get("ours_first_call_s", np.nan),
+                "ao_cached": r.get("ours_stats", {}).get("ao_cached"),
+                "retained_fraction": r.get("ours_stats", {}).get("retained_fraction", np.nan),
             }
             for mma in ("fp64", "fp64-tc", "fp16-tc"):
                 ours = r.get(f"ours_{mma}", {})
                 row[f"ours_{mma}_s"] = ours.get("median_s", np.nan)
                 row[f"d_exc_{mma}_vs_gpu4pyscf"] = ours.get("vs_gpu4pyscf", {}).get("d_exc")
+            ours = r.get("ours_fp64", {})
             row["ours_fp64_recompute_s"] = r.get("ours_fp64_recompute", {}).get("median_s")
-            row["d_exc_fp64_vs_exc_cublas"] = (
-                r["ours_fp64"].get("vs_exc_cublas", {}).get("d_exc", np.nan)
-            )
-            pf = r["ours_fp64"].get("pair_fractions", {})
+            row["d_exc_fp64_vs_exc_cublas"] = ours.get("vs_exc_cublas", {}).get("d_exc", np.nan)
+            pf = ours.get("pair_fractions", {})
             row["density_pair_fraction"] = pf.get("density_pair_fraction")
             row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
             rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    best = df[[f"ours_{m}_s" for m in ("fp64", "fp64-tc")]].min(axis=1)
-    df["speedup_vs_exc_cublas"] = df["exc_cublas_s"] / best
-    df["speedup_vs_gpu4pyscf"] = df["gpu4pyscf_s"] / best
+    # the faster of the two FP64 modes (CUDA cores, tensor cores); FP16 is reported apart
+    df["best_fp64_s"] = df[[f"ours_{m}_s" for m in ("fp64", "fp64-tc")]].min(axis=1)
+    df["speedup_vs_exc_cublas"] = df["exc_cublas_s"] / df["best_fp64_s"]
+    df["speedup_vs_gpu4pyscf"] = df["gpu4pyscf_s"] / df["best_fp64_s"]
     return df.sort_values(["section", "natm"]).reset_index(drop=True)
 
 
@@ -128,7 +128,7 @@ def fig4(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
         if np.isfinite(r["speedup_vs_exc_cublas"]):
             ax.annotate(
                 f"{r['speedup_vs_exc_cublas']:.1f}x",
-                (r["natm"], r["ours_fp64_s"] * 1e3),
+                (r["natm"], r["best_fp64_s"] * 1e3),
                 textcoords="offset points",
                 xytext=(4, -12),
                 fontsize=7,
@@ -138,7 +138,7 @@ def fig4(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
     ax.set_xlabel("atoms")
     ax.set_ylabel("EXC energy time (ms)")
     ax.set_title(
-        "Time vs size on this GPU (labels: speedup over EXC-cuBLAS)\n"
+        "Time vs size on this GPU (labels: faster FP64 mode over EXC-cuBLAS)\n"
         f"paper on a V100: up to {paper['max_speedup_over_exc_cublas']:.0f}x over EXC-cuBLAS"
     )
     ax.grid(True, which="both", alpha=0.3)
@@ -235,6 +235,7 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "ours_fp64-tc_s",
             "ours_fp16-tc_s",
             "ours_fp64_recompute_s",
+            "best_fp64_s",
             "exc_cublas_s",
             "gpu4pyscf_s",
             "speedup_vs_exc_cublas",
@@ -246,6 +247,11 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "d_exc_fp64_vs_exc_cublas",
         ]
         lines += ["", "## EXC energy time (M06-2X, grid level 4; seconds, medians)", ""]
+        lines.append(
+            "Speedups use the faster FP64 mode (CUDA cores or tensor cores); the engine's setup "
+            "(orders, blocks, AO cache) is the first call, paid once per geometry and grid."
+        )
+        lines.append("")
         lines.append(to_markdown(table[cols]))
     paper = prov.get("paper_v100", {})
     if paper:
