@@ -81,7 +81,7 @@ def _quartet_bars(
     ax.legend(fontsize=8, loc="upper left")
 
 
-def _sweep(ax: plt.Axes, liveness: pd.DataFrame, factor: str) -> None:
+def _sweep(ax: plt.Axes, liveness: pd.DataFrame, factor: str, log: bool) -> None:
     """Factor of every class against its total angular momentum, both phases, with the
     per-total maximum."""
     rng = np.random.default_rng(0)  # fixed jitter, reproducible figures
@@ -101,8 +101,9 @@ def _sweep(ax: plt.Axes, liveness: pd.DataFrame, factor: str) -> None:
         top = data.groupby("total")[col].max()
         ax.plot(top.index, top.to_numpy(), color=color, lw=1, label=f"{phase.upper()} maximum")
     ax.axhline(1.0, color="black", lw=0.8, ls=":")
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    if log:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_xlabel("total angular momentum la + lb + lc + ld")
     ax.set_ylabel("PeakLive reduction factor")
     ax.legend(fontsize=8)
@@ -113,7 +114,7 @@ def axis_priority_figure(liveness: pd.DataFrame, quartets: Sequence[str], path: 
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
     _quartet_bars(a, _select(liveness, quartets), FACTORS["axis"], "axis")
     a.set_title("(a) paper quartets: conventional / priority axes, DSA order")
-    _sweep(b, liveness[liveness["canonical"]], "axis")
+    _sweep(b, liveness[liveness["canonical"]], "axis", log=False)
     b.set_title("(b) all classes: conventional+DSA over priority+DSA")
     _save(fig, path)
 
@@ -125,7 +126,7 @@ def dsa_figure(liveness: pd.DataFrame, quartets: Sequence[str], path: str | Path
     combos = [(PRIORITY, TOPOLOGICAL), (PRIORITY, EQ7), (PRIORITY, DSA)]
     _quartet_bars(a, _select(liveness, quartets), combos, "dsa")
     a.set_title("(a) paper quartets: topological / DSA on the priority graph")
-    _sweep(b, liveness[liveness["canonical"]], "dsa")
+    _sweep(b, liveness[liveness["canonical"]], "dsa", log=True)
     b.set_title("(b) all classes: priority+topological over priority+DSA")
     _save(fig, path)
 
@@ -154,11 +155,14 @@ def profile_figure(profile: pd.DataFrame, path: str | Path) -> None:
 
 
 def tier_figure(plans: pd.DataFrame, path: str | Path) -> None:
-    """Registers of both phases per class (full variant, spherical) against the budget."""
+    """Registers of both phases per class (full variant, spherical) against the budget; the
+    classes of one total are spread side by side around it."""
     rows = plans[(plans["variant"] == "full") & plans["spherical"]].sort_values(
         ["total", "la", "lb", "lc", "ld"]
     )
-    x = np.arange(len(rows))
+    rank = rows.groupby("total").cumcount().to_numpy()
+    size = rows.groupby("total")["total"].transform("size").to_numpy()
+    x = rows["total"].to_numpy() + 0.7 * ((rank + 0.5) / size - 0.5)
     fig, ax = plt.subplots(figsize=(13, 4.8))
     for tier, color in ((1, "tab:green"), (2, "tab:red")):
         sel = rows["tier"].to_numpy() == tier
@@ -179,9 +183,8 @@ def tier_figure(plans: pd.DataFrame, path: str | Path) -> None:
             label=f"Phase 2 (HRR), Tier {tier}",
         )
     ax.axhline(REGISTER_BUDGET, color="black", lw=1, ls="--", label="255-register budget")
-    first = rows.reset_index(drop=True).groupby("total").head(1)
-    ax.set_xticks(first.index, [f"{t}" for t in first["total"]])
-    ax.set_xlabel("classes, by total angular momentum (tick: first class of that total)")
+    ax.set_xticks(sorted(rows["total"].unique()))
+    ax.set_xlabel("total angular momentum la + lb + lc + ld (classes of one total side by side)")
     ax.set_ylabel("32-bit registers (model)")
     ax.set_yscale("log")
     ax.legend(fontsize=8, ncol=2)
