@@ -94,3 +94,38 @@ def test_compile_errors_name_the_cause(tmp_path):
         with pytest.raises(CompileError, match=r"\(1,1\|1,1\): compiler failed"):
             nvcc_cubin(src, tmp_path / "bad.cubin", "sm_90", "(1,1|1,1)")
         assert not (tmp_path / "bad.cubin").exists()
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_generated_boys_function_is_accurate(tmp_path):
+    """The Taylor-table Boys source the kernels use, compiled for the host, against mpmath."""
+    import ctypes
+
+    import mpmath
+
+    from fusionrcg.build.compiler import cxx_shared
+    from fusionrcg.lowering.boys import BOYS_MAX_ORDER, boys_source
+    from fusionrcg.reference.exact import boys_exact
+
+    src = tmp_path / "boys.cpp"
+    src.write_text(
+        "#include <math.h>\n"
+        + boys_source("static inline")
+        + '\nextern "C" void boys(int m, double t, const double* table, double* f)'
+        " { frcg_boys(m, t, table, f); }\n"
+    )
+    cxx_shared(src, tmp_path / "boys.so")
+    lib = ctypes.CDLL(str(tmp_path / "boys.so"))
+    ptr = ctypes.POINTER(ctypes.c_double)
+    lib.boys.argtypes = [ctypes.c_int, ctypes.c_double, ptr, ptr]
+    table = np.ascontiguousarray(boys_table())
+    f = np.zeros(BOYS_MAX_ORDER + 1)
+    worst = 0.0
+    grid = np.concatenate([[0.0, 1e-10], np.linspace(0.013, 45.0, 160), [29.99, 30.0, 1e3]])
+    with mpmath.workdps(40):
+        for t in grid:
+            lib.boys(BOYS_MAX_ORDER, t, table.ctypes.data_as(ptr), f.ctypes.data_as(ptr))
+            for m in range(BOYS_MAX_ORDER + 1):
+                exact = boys_exact(m, mpmath.mpf(float(t)))
+                worst = max(worst, float(abs((f[m] - exact) / exact)))
+    assert worst < 1e-14

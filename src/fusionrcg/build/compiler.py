@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -68,15 +69,21 @@ def find_tool(name: str, env: str) -> str:
 
 def _run(cmd: list[str], what: str, timeout: float | None) -> tuple[str, float]:
     start = time.perf_counter()
+    # own process group: on a timeout the compiler's children (cicc, ptxas) go too
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         raise CompileError(f"{what}: compilation exceeded {timeout:.0f} s") from None
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-15:])
         raise CompileError(f"{what}: compiler failed (exit {proc.returncode}):\n{tail}")
-    return proc.stdout + proc.stderr, seconds
+    return stdout + stderr, seconds
 
 
 def nvcc_cubin(
