@@ -30,6 +30,8 @@ rule verify_eri_reference:
         per_class=VERIFY_CONFIG["per_class"],
         seed=VERIFY_CONFIG["seed"],
         tolerance=VERIFY_TOLERANCE,
+    # the longest jobs of the pipeline: start them first so shorter ones fill the cores last
+    priority: 1
     wildcard_constraints:
         vset="|".join(VERIFY_SETS),
         form="spherical|cartesian",
