@@ -27,6 +27,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def gpu_present() -> bool:
+    return gpu_available()
+
+
 @functools.cache
 def molecule(name: str, basis: str, cart: bool = False):
     return load(name, basis, cart=cart)

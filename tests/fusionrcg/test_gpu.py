@@ -23,10 +23,8 @@ def test_gpu_matches_pyscf(get_molecule, ls):
         assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0
 
 
-def test_gpu_backend_without_gpu_says_so(get_molecule):
-    from conftest import gpu_available
-
-    if gpu_available():
+def test_gpu_backend_without_gpu_says_so(get_molecule, gpu_present):
+    if gpu_present:
         pytest.skip("a GPU is present")
     mol = get_molecule("water_clusters/002", "sto-3g")
     with pytest.raises(DeviceError, match="GPU backend needs"):
