@@ -1,9 +1,10 @@
 """The block-pair kernels of ``kernels.cu``: instantiation names, shared-memory sizes,
-compilation through CuPy (NVRTC, or nvcc when NVRTC is unavailable) and an nvcc check."""
+compilation through CuPy's NVRTC and an nvcc check."""
 
 from __future__ import annotations
 
 import functools
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -62,6 +63,16 @@ def smem_bytes(expr: str, d: int, mma: int) -> int:
     return 0
 
 
+def _nvrtc_options() -> tuple[str, ...]:
+    """NVRTC flags. CUDA's pip wheels ship ``mma.h`` without the ``crt/mma.h`` it includes, so
+    the include folder of an installed toolkit (the one holding nvcc) goes first when present."""
+    nvcc = shutil.which("nvcc")
+    toolkit = Path(nvcc).resolve().parent.parent / "include" if nvcc else None
+    if toolkit is not None and (toolkit / "crt" / "mma.h").exists():
+        return ("-std=c++17", f"-I{toolkit}")
+    return ("-std=c++17",)
+
+
 @functools.cache
 def module(d: int, mma: str) -> dict:
     """The compiled kernels of one block size and product mode: {name: (RawKernel, smem)}."""
@@ -72,12 +83,10 @@ def module(d: int, mma: str) -> dict:
     wanted = names(d, m)
     code = SOURCE.read_text()
     try:
-        mod = cupy.RawModule(code=code, options=("-std=c++17",), name_expressions=wanted)
+        mod = cupy.RawModule(code=code, options=_nvrtc_options(), name_expressions=wanted)
         mod.compile()
-    except cupy.cuda.compiler.CompileException:
-        mod = cupy.RawModule(
-            code=code, options=("-std=c++17",), name_expressions=wanted, backend="nvcc"
-        )
+    except cupy.cuda.compiler.CompileException as exc:
+        raise RuntimeError(f"NVRTC could not compile {SOURCE.name}: {exc}") from exc
     kernels = {}
     for name in wanted:
         k = mod.get_function(name)
