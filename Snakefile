@@ -15,11 +15,16 @@ validate(config, "config/schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/eri_graph.smk"
 include: "workflow/rules/eri_verify.smk"
+include: "workflow/rules/eri_kernels.smk"
+include: "workflow/rules/eri_gpu.smk"
 include: "workflow/rules/xc.smk"
 
 
+# the kernel builds need nvcc and the GPU reports committed GPU records: each is empty without
 rule all:
     input:
         ERI_GRAPH_REPORTS,
         ERI_VERIFY_REPORTS,
+        ERI_KERNEL_REPORTS,
+        ERI_GPU_REPORTS,
         XC_REPORTS,

@@ -30,3 +30,22 @@ def test_schema_rejects_bad_values(path, value):
     node[path[-1]] = value
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(config, load("schema.yaml"))
+
+
+def merged(base: dict, over: dict) -> dict:
+    """``over`` merged into ``base`` key by key, as Snakemake merges --configfile."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def test_full_config_is_valid_and_covers_every_class():
+    config = merged(load("config.yaml"), load("full.yaml"))
+    jsonschema.validate(config, load("schema.yaml"))
+    assert config["eri"]["kernels"]["max_total"] == 16
+    assert config["eri"]["verify"]["backends"] == {"reference": 16, "cpu": 16}
+    assert config["eri"]["verify"]["sets"] == load("config.yaml")["eri"]["verify"]["sets"]

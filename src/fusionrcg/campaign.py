@@ -123,7 +123,9 @@ def verify(args) -> int:
             for row in rows:
                 rec = row.row() | {"molecule": name, "basis": basis, "cartesian": cart}
                 if not row.passed:
-                    a = adjudicate(mol, row.worst_quartet, row.worst_element, tol=tol)
+                    a = adjudicate(
+                        mol, row.worst_quartet, row.worst_element, tol=tol, backend="gpu"
+                    )
                     rec |= {
                         "exact": a.exact,
                         "engine_error": a.engine_error,

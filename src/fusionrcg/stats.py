@@ -9,7 +9,7 @@ from .angmom import QuartetClass
 from .graph.axis import AxisPolicy
 from .orchestration.plan import ClassPlan, plan_class
 from .orchestration.schedule import OrderKind
-from .variants import Variant, get_variant
+from .variants import VARIANTS, Variant, get_variant
 
 LIVENESS_ORDERS = (OrderKind.DSA, OrderKind.TOPOLOGICAL)
 
@@ -49,8 +49,14 @@ def plan_record(plan: ClassPlan) -> dict:
 
 
 def with_orchestration(variant: Variant, axis: AxisPolicy, order: OrderKind) -> Variant:
-    name = f"{axis.value}+{order.value}"
-    return dataclasses.replace(variant, name=name, axis=axis, order=order)
+    """``variant`` with another axis policy and evaluation order: the named variant that has
+    exactly those parameters where one exists (so ``plan_class``'s cache serves the plan
+    records and the liveness matrix alike), else a copy named after the combination."""
+    wanted = dataclasses.replace(variant, axis=axis, order=order)
+    for named in VARIANTS.values():
+        if dataclasses.replace(named, name=wanted.name, description=wanted.description) == wanted:
+            return named
+    return dataclasses.replace(wanted, name=f"{axis.value}+{order.value}")
 
 
 def liveness_matrix(

@@ -36,7 +36,7 @@ def test_every_class_up_to_total_8(get_molecule, cart):
     assert {r.cls for r in rows} == {str(q) for q in canonical_classes() if q.total <= 8}
     for row in rows:
         if not row.passed:
-            verdict = adjudicate(mol, row.worst_quartet, row.worst_element, tol=TOL)
+            verdict = adjudicate(mol, row.worst_quartet, row.worst_element, tol=TOL, backend="cpu")
             assert verdict.engine_right, f"{row} / {verdict}"
 
 

@@ -5,10 +5,13 @@ import math
 import pandas as pd
 import pytest
 
-from fusionrcg import QuartetClass, canonical_classes
+from fusionrcg import QuartetClass, canonical_classes, plan_class
+from fusionrcg.graph.axis import AxisPolicy
+from fusionrcg.orchestration.schedule import OrderKind
 from fusionrcg.reporting import graph_summary
 from fusionrcg.reporting.graph_tables import (
     acceptance_violations,
+    eq7_not_computed,
     factor_column,
     graph_classes,
     liveness_row,
@@ -17,7 +20,17 @@ from fusionrcg.reporting.graph_tables import (
     profile_rows,
     quartets_within,
 )
-from fusionrcg.reporting.verification import coverage, uncovered, verify_set
+from fusionrcg.reporting.verification import (
+    VerifySet,
+    class_rows,
+    coverage,
+    load_sets,
+    summary_markdown,
+    uncovered,
+    verified_classes,
+)
+from fusionrcg.stats import with_orchestration
+from fusionrcg.variants import VARIANTS
 from fusionrcg.verify import Tolerance
 from qcbench.molecules import ROOT
 from qcbench.partition import balanced_groups
@@ -98,13 +111,65 @@ def test_graph_summary_reads_its_numbers_from_the_tables():
 
 def test_verification_rows_and_coverage():
     tol = Tolerance()
-    rows = [
-        verify_set(name, "water_clusters/002", ["sto-3g"], cart, 1, 1, 0, tol, ROOT)
-        for name, cart in (("a", False), ("a", True), ("b", False))
+    sets = [
+        VerifySet("a", "water_clusters/002", ("sto-3g",), (False, True)),
+        VerifySet("b", "water_clusters/002", ("sto-3g",), (False,)),
     ]
-    errors = pd.concat(rows, ignore_index=True)
-    assert errors["verified"].all()
-    cov = coverage(errors, 1)
-    assert list(cov["class"]) == [str(c) for c in canonical_classes(1)]
+    mols = load_sets(sets, ROOT)
+    classes = verified_classes(1, 2)
+    rows = [r for c in classes for r in class_rows(c, sets, mols, ["reference"], 1, 0, tol)]
+    errors = pd.DataFrame(rows)
+    assert errors["verified"].all() and (errors["backend"] == "reference").all()
+    cov = coverage(errors, classes)
+    assert list(cov["class"]) == [str(c) for c in canonical_classes(1) if c.total <= 2]
     assert (cov["spherical_molecules"] == 1).all() and (cov["cartesian_molecules"] == 1).all()
     assert len(uncovered(cov, 1)) == 0 and len(uncovered(cov, 2)) == len(cov)
+    text = summary_markdown(errors, cov, classes, "reference", 1, tol)
+    assert "backend `reference`" in text and "total <= 2 (4 classes)" in text
+
+
+def test_verification_rows_do_not_depend_on_the_grouping():
+    """Quartets are seeded per class, so a class's rows are the same alone or after others."""
+    tol = Tolerance()
+    sets = [VerifySet("a", "water_clusters/002", ("cc-pvdz",), (False,))]
+    mols = load_sets(sets, ROOT)
+    cls = QuartetClass(1, 1, 1, 0)
+    alone = class_rows(cls, sets, mols, ["reference"], 3, 5, tol)
+    class_rows(QuartetClass(1, 0, 0, 0), sets, mols, ["reference"], 3, 5, tol)
+    again = class_rows(cls, sets, mols, ["reference"], 3, 5, tol)
+    assert [r["worst_quartet"] for r in alone] == [r["worst_quartet"] for r in again]
+
+
+def test_with_orchestration_names_the_matching_variant():
+    full = VARIANTS["full"]
+    assert with_orchestration(full, AxisPolicy.CONVENTIONAL, OrderKind.DSA) is VARIANTS["no-axis"]
+    assert (
+        with_orchestration(full, AxisPolicy.PRIORITY, OrderKind.TOPOLOGICAL) is VARIANTS["no-dsa"]
+    )
+    other = with_orchestration(full, AxisPolicy.CONVENTIONAL, OrderKind.TOPOLOGICAL)
+    assert other.name == "conventional+topological" and other.order is OrderKind.TOPOLOGICAL
+
+
+def test_liveness_row_reuses_the_plans_of_the_named_variants():
+    cls = QuartetClass(2, 1, 1, 0)
+    plan_class.cache_clear()
+    plan_rows(cls, list(VARIANTS))
+    before = plan_class.cache_info().misses
+    liveness_row(cls)
+    # only conventional axes + topological order has no named variant
+    assert plan_class.cache_info().misses - before == 1
+
+
+def test_eq7_is_not_computed_above_the_size_limit(monkeypatch):
+    cls = QuartetClass(2, 2, 1, 0)
+    plan = plan_class(cls, VARIANTS["full"], True)
+    limit = (len(plan.graph.vrr) + len(plan.graph.hrr)) // 2
+    assert min(len(plan.graph.vrr), len(plan.graph.hrr)) <= limit
+    monkeypatch.setattr("fusionrcg.reporting.graph_tables.RELEASE_SCORE_MAX_NODES", limit)
+    row = liveness_row(cls)
+    for phase, dag in (("vrr", plan.graph.vrr), ("hrr", plan.graph.hrr)):
+        value = row[peak_column(phase, "priority", "eq7-only")]
+        assert math.isnan(value) == (len(dag) > limit)
+    skipped = eq7_not_computed(pd.DataFrame([row]))
+    assert sum(len(c) for c in skipped.values()) == 1
+    assert "was not computed" in graph_summary._eq7_note(pd.DataFrame([row]))

@@ -5,6 +5,7 @@ from pathlib import Path
 RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]
 MOLECULES = config["molecules_dir"]
+KERNELS = config["kernels_dir"]
 SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
 PY = sys.executable
 

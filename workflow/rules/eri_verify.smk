@@ -1,89 +1,109 @@
-# ERI verification: the engine against PySCF (libcint) over molecule x basis x output form,
-# with 40-digit adjudication of every class that misses the tolerance.
+# ERI verification: the engine against PySCF (libcint) over molecule x basis x output form, per
+# backend (reference = the NumPy evaluator, cpu = the generated C++ kernels), with 40-digit
+# adjudication of every class that misses the tolerance.
+from fusionrcg.reporting.verification import verification_cost, verified_classes
+from qcbench.partition import balanced_groups
+
 VERIFY = f"{RESULTS}/eri/verify"
 VERIFY_CONFIG = config["eri"]["verify"]
+VERIFY_BACKENDS = VERIFY_CONFIG["backends"]
 VERIFY_SETS = {s["name"]: s for s in VERIFY_CONFIG["sets"]}
-# one job per set and output form; within a job classes are the outer loop over the bases
-VERIFY_JOBS = [
-    (name, "cartesian" if cart else "spherical")
-    for name, s in VERIFY_SETS.items()
-    for cart in dict.fromkeys(s["cartesian"])
-]
+# one job per group of classes over every set, basis, form and backend that covers them: a class
+# is orchestrated once per form, and an element both backends miss is adjudicated once
+VERIFY_CLASSES = verified_classes(config["eri"]["lmax"], max(VERIFY_BACKENDS.values()))
+VERIFY_GROUPS = balanced_groups(
+    VERIFY_CLASSES,
+    lambda cls: verification_cost(cls, [b for b, top in VERIFY_BACKENDS.items() if cls.total <= top]),
+    VERIFY_CONFIG["groups"],
+)
 VERIFY_TOLERANCE = " ".join(
     str(VERIFY_CONFIG["tolerance"][k]) for k in ("abs", "rel", "rel_floor")
 )
+VERIFY_SET_ARGS = " ".join(
+    f"--set {name} {s['molecule']} "
+    + ",".join("cartesian" if c else "spherical" for c in dict.fromkeys(s["cartesian"]))
+    + " "
+    + " ".join(s["bases"])
+    for name, s in VERIFY_SETS.items()
+)
 VERIFY_SET_FILES = [f"{name}/errors.{ext}" for name in VERIFY_SETS for ext in ("csv", "md")]
 VERIFY_FILES = ["SUMMARY.md", "coverage.csv", "coverage.md", *VERIFY_SET_FILES]
-ERI_VERIFY_REPORTS = published(*(f"eri/verify/{name}" for name in VERIFY_FILES))
+ERI_VERIFY_REPORTS = published(
+    *(f"eri/verify/{backend}/{name}" for backend in VERIFY_BACKENDS for name in VERIFY_FILES)
+)
 
 
-rule verify_eri_reference:
-    """Per-class errors of one set in one output form; fails on a class that is wrong against
-    both PySCF and the exact value."""
+rule verify_eri_group:
+    """Per-class errors of one group of classes on every set, basis, form and backend; fails on
+    a class that is wrong against both PySCF and the exact value."""
     output:
-        f"{VERIFY}/jobs/{{vset}}/{{form}}.csv",
+        f"{VERIFY}/jobs/{{group}}.csv",
     params:
-        molecule=lambda wc: VERIFY_SETS[wc.vset]["molecule"],
-        bases=lambda wc: " ".join(VERIFY_SETS[wc.vset]["bases"]),
-        cartesian=lambda wc: "--cartesian" if wc.form == "cartesian" else "",
-        lmax=config["eri"]["lmax"],
+        classes=lambda wc: " ".join(",".join(map(str, c.ls)) for c in VERIFY_GROUPS[int(wc.group)]),
+        backends=" ".join(f"{b}:{top}" for b, top in VERIFY_BACKENDS.items()),
         per_class=VERIFY_CONFIG["per_class"],
         seed=VERIFY_CONFIG["seed"],
         tolerance=VERIFY_TOLERANCE,
     # the longest jobs of the pipeline: start them first so shorter ones fill the cores last
     priority: 1
     wildcard_constraints:
-        vset="|".join(VERIFY_SETS),
-        form="spherical|cartesian",
+        group=r"\d+",
     log:
-        f"{RESULTS}/logs/eri/verify/{{vset}}_{{form}}.log",
+        f"{RESULTS}/logs/eri/verify/group{{group}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/eri/verify/{{vset}}_{{form}}.tsv"
+        f"{RESULTS}/benchmarks/eri/verify/group{{group}}.tsv"
     shell:
-        "{PY} {SCRIPTS}/eri_verify_set.py --name {wildcards.vset} --molecule {params.molecule}"
-        " --bases {params.bases} {params.cartesian} --molecules-dir {MOLECULES}"
-        " --lmax {params.lmax} --per-class {params.per_class} --seed {params.seed}"
+        # the C++ kernels compile on first use into the project's kernel library
+        "FUSIONRCG_KERNEL_DIR={KERNELS} {PY} {SCRIPTS}/eri_verify_group.py"
+        " --classes {params.classes} {VERIFY_SET_ARGS} --backends {params.backends}"
+        " --molecules-dir {MOLECULES} --per-class {params.per_class} --seed {params.seed}"
         " --tolerance {params.tolerance} --out {output} > {log} 2>&1"
 
 
 rule verify_eri_summary:
-    """Per-set error tables, coverage per class and the combined summary; fails when a class
-    is verified on fewer than min_molecules molecules in either form."""
+    """Per-set error tables, coverage per class and the summary of one backend; fails when a
+    class is verified on fewer than min_molecules molecules in either form."""
     input:
-        [f"{VERIFY}/jobs/{name}/{form}.csv" for name, form in VERIFY_JOBS],
+        expand(f"{VERIFY}/jobs/{{group}}.csv", group=range(len(VERIFY_GROUPS))),
     output:
         summary=report(
-            f"{VERIFY}/SUMMARY.md",
+            f"{VERIFY}/{{backend}}/SUMMARY.md",
             caption="../report/eri_verify_summary.rst",
             category="ERI verification",
+            subcategory="{backend}",
         ),
         coverage=report(
-            f"{VERIFY}/coverage.csv",
+            f"{VERIFY}/{{backend}}/coverage.csv",
             caption="../report/eri_verify_coverage.rst",
             category="ERI verification",
+            subcategory="{backend}",
         ),
-        coverage_md=f"{VERIFY}/coverage.md",
+        coverage_md=f"{VERIFY}/{{backend}}/coverage.md",
         errors=[
             report(
-                f"{VERIFY}/{name}/errors.csv",
+                f"{VERIFY}/{{backend}}/{name}/errors.csv",
                 caption="../report/eri_verify_errors.rst",
                 category="ERI verification",
-                subcategory="errors per set",
+                subcategory="{backend}",
                 labels={"set": name},
             )
             for name in VERIFY_SETS
         ],
-        errors_md=[f"{VERIFY}/{name}/errors.md" for name in VERIFY_SETS],
+        errors_md=[f"{VERIFY}/{{backend}}/{name}/errors.md" for name in VERIFY_SETS],
     params:
         lmax=config["eri"]["lmax"],
+        max_total=lambda wc: VERIFY_BACKENDS[wc.backend],
         min_molecules=VERIFY_CONFIG["min_molecules"],
         tolerance=VERIFY_TOLERANCE,
+    wildcard_constraints:
+        backend="|".join(VERIFY_BACKENDS),
     log:
-        f"{RESULTS}/logs/eri/verify/summary.log",
+        f"{RESULTS}/logs/eri/verify/{{backend}}/summary.log",
     benchmark:
-        f"{RESULTS}/benchmarks/eri/verify/summary.tsv"
+        f"{RESULTS}/benchmarks/eri/verify/{{backend}}/summary.tsv"
     shell:
-        "{PY} {SCRIPTS}/eri_verify_summary.py --errors {input} --lmax {params.lmax}"
+        "{PY} {SCRIPTS}/eri_verify_summary.py --errors {input} --backend {wildcards.backend}"
+        " --lmax {params.lmax} --max-total {params.max_total}"
         " --min-molecules {params.min_molecules} --tolerance {params.tolerance}"
-        " --out-dir {VERIFY} --out-coverage {output.coverage} {output.coverage_md}"
-        " --out-summary {output.summary} > {log} 2>&1"
+        " --out-dir {VERIFY}/{wildcards.backend} --out-coverage {output.coverage}"
+        " {output.coverage_md} --out-summary {output.summary} > {log} 2>&1"

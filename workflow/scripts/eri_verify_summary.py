@@ -1,5 +1,5 @@
-"""Per-set error tables, per-class coverage and the combined SUMMARY.md of the verification;
-exit non-zero if some class is verified on too few molecules."""
+"""Per-set error tables, per-class coverage and SUMMARY.md of one backend's verification; exit
+non-zero if some class is verified on too few molecules."""
 
 import argparse
 import sys
@@ -7,15 +7,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusionrcg.reporting.verification import coverage, summary_markdown, uncovered
+from fusionrcg.reporting.verification import (
+    coverage,
+    summary_markdown,
+    uncovered,
+    verified_classes,
+)
 from fusionrcg.verify import Tolerance
 from qcbench.tables import write_table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--errors", nargs="+", required=True, help="CSVs of the set jobs")
+    parser.add_argument("--errors", nargs="+", required=True, help="CSVs of the group jobs")
+    parser.add_argument("--backend", required=True)
     parser.add_argument("--lmax", type=int, required=True)
+    parser.add_argument("--max-total", type=int, required=True)
     parser.add_argument("--min-molecules", type=int, required=True)
     parser.add_argument(
         "--tolerance", nargs=3, type=float, required=True, metavar=("ABS", "REL", "REL_FLOOR")
@@ -24,18 +31,30 @@ def main() -> None:
     parser.add_argument("--out-coverage", nargs=2, required=True, metavar=("CSV", "MD"))
     parser.add_argument("--out-summary", required=True)
     args = parser.parse_args()
+    classes = verified_classes(args.lmax, args.max_total)
+    order = {str(c): i for i, c in enumerate(classes)}
     errors = pd.concat([pd.read_csv(p) for p in args.errors], ignore_index=True)
+    errors = errors[errors["backend"] == args.backend]
+    # per set: spherical rows then Cartesian ones, classes in canonical order whatever job
+    # computed them, bases in the set's order (the jobs' order, kept by the stable sort)
+    keys = {
+        "_f": errors["form"].map({"spherical": 0, "cartesian": 1}),
+        "_c": errors["cls"].map(order),
+    }
+    errors = errors.assign(**keys).sort_values(["_f", "_c"], kind="stable")
+    errors = errors.drop(columns=["_f", "_c"]).reset_index(drop=True)
     for name, rows in errors.groupby("set", sort=False):
         out = Path(args.out_dir) / str(name)
         write_table(rows, out / "errors.csv", out / "errors.md")
-    cov = coverage(errors, args.lmax)
+    cov = coverage(errors, classes)
     write_table(cov, *args.out_coverage)
-    text = summary_markdown(errors, cov, args.lmax, args.min_molecules, Tolerance(*args.tolerance))
+    tol = Tolerance(*args.tolerance)
+    text = summary_markdown(errors, cov, classes, args.backend, args.min_molecules, tol)
     Path(args.out_summary).write_text(text + "\n")
     short = uncovered(cov, args.min_molecules)
     if not short.empty:
         sys.exit(
-            f"classes verified on fewer than {args.min_molecules} molecules: "
+            f"{args.backend}: classes verified on fewer than {args.min_molecules} molecules: "
             + ", ".join(short["class"])
         )
 

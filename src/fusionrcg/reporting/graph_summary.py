@@ -10,6 +10,7 @@ import pandas as pd
 from qcbench.tables import to_markdown
 
 from ..angmom import QuartetClass
+from ..orchestration.plan import RELEASE_SCORE_MAX_NODES
 from .graph_tables import (
     CONVENTIONAL,
     DSA,
@@ -17,6 +18,7 @@ from .graph_tables import (
     PRIORITY,
     TOPOLOGICAL,
     acceptance_violations,
+    eq7_not_computed,
     factor_column,
     peak_column,
 )
@@ -270,6 +272,18 @@ def _no_factor(liveness: pd.DataFrame) -> str:
     )
 
 
+def _eq7_note(liveness: pd.DataFrame) -> str:
+    skipped = {phase: c for phase, c in eq7_not_computed(liveness).items() if c}
+    if not skipped:
+        return ""
+    where = "; ".join(f"{phase.upper()} phase of {', '.join(c)}" for phase, c in skipped.items())
+    return (
+        f"Eq. 7 alone was not computed for the {where}: those graphs have more than "
+        f"{RELEASE_SCORE_MAX_NODES:,} vertices, where the DSA itself orders by demand rank "
+        "only (the score's O(|V||E|) cost); those cells are NaN in the tables."
+    )
+
+
 def summary_markdown(
     plans: pd.DataFrame, liveness: pd.DataFrame, quartets: Sequence[str], min_total: int
 ) -> str:
@@ -294,5 +308,6 @@ def summary_markdown(
             "## Reduction factors (VRR) by total angular momentum",
             by_total(liveness),
             _no_factor(liveness),
+            _eq7_note(liveness),
         ]
     )

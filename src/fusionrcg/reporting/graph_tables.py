@@ -2,7 +2,8 @@
 
 Column names of the liveness rows are ``peak_<phase>_<axis>_<order>`` with phase ``vrr`` or
 ``hrr``, axis ``priority`` or ``conventional`` and order ``dsa``, ``topological`` or
-``eq7-only`` (the last only under axis priority, as a diagnostic of the paper's Eq. 7 alone).
+``eq7-only`` (the last only under axis priority, as a diagnostic of the paper's Eq. 7 alone; NaN,
+not computed, for a phase graph above ``RELEASE_SCORE_MAX_NODES``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import pandas as pd
 
 from ..angmom import QuartetClass, canonical_classes, ncart
 from ..graph.axis import AxisPolicy
-from ..orchestration.plan import plan_class
-from ..orchestration.schedule import OrderKind
+from ..orchestration.liveness import live_ranges
+from ..orchestration.plan import RELEASE_SCORE_MAX_NODES, plan_class
+from ..orchestration.schedule import OrderKind, eq7_only_order
 from ..stats import LIVENESS_ORDERS, liveness_matrix, plan_record, with_orchestration
 from ..variants import get_variant
 
@@ -78,6 +80,26 @@ def plan_rows(cls: QuartetClass, variants: Sequence[str]) -> list[dict]:
     return rows
 
 
+def eq7_peaks(cls: QuartetClass) -> dict[str, float]:
+    """PeakLive of each phase of the full graph in the order of Eq. 7 alone. A phase above
+    ``RELEASE_SCORE_MAX_NODES`` is not computed (NaN): the score's O(|V||E|) bitsets are what
+    the DSA itself gives up there, and they would dominate the whole stage."""
+    graph = plan_class(cls, get_variant("full"), True).graph
+    peaks = {}
+    for phase, dag in (("vrr", graph.vrr), ("hrr", graph.hrr)):
+        too_big = len(dag) > RELEASE_SCORE_MAX_NODES
+        peaks[phase] = math.nan if too_big else live_ranges(dag, eq7_only_order(dag)).peak()
+    return peaks
+
+
+def eq7_not_computed(liveness: pd.DataFrame) -> dict[str, list[str]]:
+    """Per phase, the classes whose Eq. 7-alone PeakLive was not computed."""
+    return {
+        phase: list(liveness.loc[liveness[peak_column(phase, PRIORITY, EQ7)].isna(), "class"])
+        for phase in PHASES
+    }
+
+
 def liveness_row(cls: QuartetClass) -> dict:
     """PeakLive of both phases for axis policy x order, Eq. 7 alone, and the reduction
     factors (NaN where the full pipeline's PeakLive is zero)."""
@@ -87,9 +109,8 @@ def liveness_row(cls: QuartetClass) -> dict:
         for order, peaks in orders.items():
             for phase in PHASES:
                 row[peak_column(phase, axis, order)] = peaks[phase]
-    eq7 = plan_class(cls, get_variant("full"), True, order=OrderKind.EQ7_ONLY)
-    row[peak_column("vrr", PRIORITY, EQ7)] = eq7.peak_live_vrr
-    row[peak_column("hrr", PRIORITY, EQ7)] = eq7.peak_live_hrr
+    for phase, peak in eq7_peaks(cls).items():
+        row[peak_column(phase, PRIORITY, EQ7)] = peak
     for name, (num, den) in FACTORS.items():
         for phase in PHASES:
             top, bottom = row[peak_column(phase, *num)], row[peak_column(phase, *den)]

@@ -4,6 +4,7 @@ adjudication of every class that misses the tolerance, and the coverage that res
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -12,57 +13,113 @@ import pandas as pd
 from qcbench.molecules import load
 from qcbench.tables import to_markdown
 
-from ..angmom import canonical_classes
-from ..verify import Tolerance, adjudicate, sample_quartets, verify_class
+from ..angmom import QuartetClass, canonical_classes
+from ..verify import ClassErrors, Tolerance, adjudicate, sample_quartets, verify_class
+from .graph_tables import orchestration_cost
 
 ADJUDICATION_COLUMNS = ("exact", "engine_error", "pyscf_error", "engine_normalized", "engine_right")
+BACKEND_TEXT = {
+    "reference": "The NumPy evaluation of each class's orchestrated graph.",
+    "cpu": "The generated C++ kernels (the same lowering as the CUDA kernels), compiled on "
+    "first use into the kernel library.",
+    "gpu": "The generated CUDA kernels, launched through CuPy.",
+}
+
+
+@dataclass(frozen=True)
+class VerifySet:
+    """One molecule in several bases and output forms."""
+
+    name: str
+    molecule: str
+    bases: tuple[str, ...]
+    cartesian: tuple[bool, ...]
 
 
 def form(cartesian: bool) -> str:
     return "cartesian" if cartesian else "spherical"
 
 
-def verify_set(
-    name: str,
-    molecule: str,
-    bases: Sequence[str],
-    cartesian: bool,
-    lmax: int,
+def verified_classes(lmax: int, max_total: int) -> list[QuartetClass]:
+    """The canonical classes a backend is verified on."""
+    return [c for c in canonical_classes(lmax) if c.total <= max_total]
+
+
+def load_sets(sets: Sequence[VerifySet], molecules_dir: str | Path) -> dict[tuple, object]:
+    """Built molecules keyed by (set, basis, cartesian)."""
+    return {
+        (s.name, basis, cart): load(s.molecule, basis, cart=cart, root=Path(molecules_dir))
+        for s in sets
+        for cart in dict.fromkeys(s.cartesian)
+        for basis in s.bases
+    }
+
+
+def class_rows(
+    cls: QuartetClass,
+    sets: Sequence[VerifySet],
+    mols: dict[tuple, object],
+    backends: Sequence[str],
     per_class: int,
     seed: int,
     tol: Tolerance,
-    molecules_dir: str | Path,
-) -> pd.DataFrame:
-    """Rows of set ``name``: one per (class, basis) that the basis has shells for.
+) -> list[dict]:
+    """Rows of ``cls`` for each backend on every set, basis and output form that has shells
+    for it.
 
-    Classes are the outer loop so that each class is orchestrated once for all bases (plans are
-    cached per process). Each basis draws its quartets from its own generator seeded with
-    ``seed``, so its rows are those ``verify_molecule`` gives for that basis alone. A class that
-    fails has its worst element adjudicated in 40-digit arithmetic."""
-    mols = {b: load(molecule, b, cart=cartesian, root=Path(molecules_dir)) for b in bases}
-    rngs = {b: np.random.default_rng(seed) for b in bases}
+    Forms are the outer loop, so the class is orchestrated once per form for every set, basis
+    and backend (plans are cached per process). Quartets come from a generator seeded with
+    ``seed`` and the class, so a row does not depend on how classes are grouped into jobs;
+    both forms of a basis and every backend get the same quartets. A class that fails has its
+    worst element adjudicated in 40-digit arithmetic against that backend's value (the exact
+    value is computed once for all backends)."""
+    molecule = {s.name: s.molecule for s in sets}
     rows = []
-    for cls in canonical_classes(lmax):
-        for basis, mol in mols.items():
-            quartets = sample_quartets(mol, cls, per_class, rngs[basis])
+    for cart in (False, True):
+        for (name, basis, mol_cart), mol in mols.items():
+            if mol_cart != cart:
+                continue
+            quartets = sample_quartets(mol, cls, per_class, np.random.default_rng([seed, *cls.ls]))
             if not quartets:
                 continue
-            errors = verify_class(mol, cls, quartets, tol=tol)
-            row = {"set": name, "molecule": molecule, "basis": basis, "form": form(cartesian)}
-            row |= {"total": cls.total} | errors.row()
-            row |= dict.fromkeys(ADJUDICATION_COLUMNS)
-            if not errors.passed:
-                verdict = adjudicate(mol, errors.worst_quartet, errors.worst_element, tol=tol)
-                row |= {
-                    "exact": verdict.exact,
-                    "engine_error": verdict.engine_error,
-                    "pyscf_error": verdict.pyscf_error,
-                    "engine_normalized": verdict.engine_normalized,
-                    "engine_right": verdict.engine_right,
-                }
-            row["verified"] = errors.passed or bool(row["engine_right"])
-            rows.append(row)
-    return pd.DataFrame(rows)
+            for backend in backends:
+                errors = verify_class(mol, cls, quartets, backend, tol=tol)
+                row = {"backend": backend, "set": name, "molecule": molecule[name]}
+                row |= {"basis": basis, "form": form(cart), "total": cls.total} | errors.row()
+                rows.append(row | adjudicated(mol, errors, backend, tol))
+    return rows
+
+
+def adjudicated(mol, errors: ClassErrors, backend: str, tol: Tolerance) -> dict:
+    """The adjudication columns of a row (empty when the class passed) and ``verified``."""
+    row: dict = dict.fromkeys(ADJUDICATION_COLUMNS)
+    if not errors.passed:
+        verdict = adjudicate(
+            mol, errors.worst_quartet, errors.worst_element, tol=tol, backend=backend
+        )
+        row |= {
+            "exact": verdict.exact,
+            "engine_error": verdict.engine_error,
+            "pyscf_error": verdict.pyscf_error,
+            "engine_normalized": verdict.engine_normalized,
+            "engine_right": verdict.engine_right,
+        }
+    row["verified"] = errors.passed or bool(row["engine_right"])
+    return row
+
+
+def verification_cost(cls: QuartetClass, backends: Sequence[str]) -> float:
+    """Rough seconds to verify ``cls`` with ``backends`` on the configured sets, for balancing
+    jobs only (fitted to timed runs). Orchestration and evaluation grow with the accumulator
+    bank; the C++ kernels add their compilation and evaluate deep general contractions segment
+    by segment; classes of small total are where ANO elements go to the 40-digit adjudication
+    (tens of seconds each, shared by the backends)."""
+    seconds = len(backends) * (2.0 + orchestration_cost(cls) / 600)
+    if "cpu" in backends:
+        seconds += 5.0
+    if cls.total <= 4:
+        seconds += 15.0
+    return seconds
 
 
 def failures(errors: pd.DataFrame) -> pd.DataFrame:
@@ -70,11 +127,11 @@ def failures(errors: pd.DataFrame) -> pd.DataFrame:
     return errors[~errors["verified"]]
 
 
-def coverage(errors: pd.DataFrame, lmax: int) -> pd.DataFrame:
-    """Per canonical class and form: on how many molecules (and which sets) it was verified."""
+def coverage(errors: pd.DataFrame, classes: Sequence[QuartetClass]) -> pd.DataFrame:
+    """Per class and form: on how many molecules (and which sets) it was verified."""
     verified = errors[errors["verified"]]
     rows = []
-    for cls in canonical_classes(lmax):
+    for cls in classes:
         row: dict = {"class": str(cls), "total": cls.total}
         for f in ("spherical", "cartesian"):
             hits = verified[(verified["cls"] == str(cls)) & (verified["form"] == f)]
@@ -113,7 +170,7 @@ def set_overview(errors: pd.DataFrame) -> pd.DataFrame:
             }
         )
 
-    keys = ["set", "molecule", "basis", "form"]
+    keys = ["set", "molecule", "basis", "form"]  # one backend per table
     return errors.groupby(keys, sort=False).apply(summarize, include_groups=False).reset_index()
 
 
@@ -123,12 +180,26 @@ def adjudications(errors: pd.DataFrame) -> pd.DataFrame:
     return errors[errors["engine_right"].notna()][cols]
 
 
+def scope(classes: Sequence[QuartetClass], capital: bool = False) -> str:
+    """``every canonical class up to (4,4|4,4)`` or ``... with total <= 8``, as computed."""
+    top = max(classes, key=lambda c: (c.total, c.ls))
+    lmax = max(max(c.ls) for c in classes)
+    text = f"every canonical class with l <= {lmax} and total <= {top.total}"
+    if top.total == 4 * lmax:
+        text = f"every canonical class up to {top}"
+    return text[0].upper() + text[1:] if capital else text
+
+
 def summary_markdown(
-    errors: pd.DataFrame, cov: pd.DataFrame, lmax: int, min_molecules: int, tol: Tolerance
+    errors: pd.DataFrame,
+    cov: pd.DataFrame,
+    classes: Sequence[QuartetClass],
+    backend: str,
+    min_molecules: int,
+    tol: Tolerance,
 ) -> str:
     bad, short = failures(errors), uncovered(cov, min_molecules)
     adj = adjudications(errors)
-    top = cls_label(lmax)
     coverage_verdict = "PASS" if short.empty else f"FAIL on {', '.join(short['class'])}"
     failure_verdict = (
         "none"
@@ -136,14 +207,15 @@ def summary_markdown(
         else ", ".join(f"{r.cls} ({r.set} {r.basis} {r.form})" for r in bad.itertuples())
     )
     lines = [
-        "# ERI verification against PySCF",
-        f"An element passes when `|mine - pyscf| <= max({tol.abs:g}, {tol.rel:g} |pyscf|)`; "
+        f"# ERI verification against PySCF: backend `{backend}`",
+        f"{BACKEND_TEXT[backend]} An element passes when "
+        f"`|mine - pyscf| <= max({tol.abs:g}, {tol.rel:g} |pyscf|)`; "
         f"relative errors are reported where `|pyscf| > {tol.rel_floor:g}`. The normalized "
         "error is the error over its allowance (<= 1 passes). A class that fails has its "
         "worst element evaluated in 40-digit arithmetic; it counts as verified when the "
         "engine is within tolerance of that exact value and closer to it than PySCF.",
         "## Coverage",
-        f"Every canonical class up to {top} ({len(cov)} classes) verified in spherical and "
+        f"{scope(classes, capital=True)} ({len(cov)} classes) verified in spherical and "
         f"Cartesian form on at least {min_molecules} molecules: **{coverage_verdict}**. "
         f"Fewest molecules per class: {cov['spherical_molecules'].min()} spherical, "
         f"{cov['cartesian_molecules'].min()} Cartesian.",
@@ -156,8 +228,3 @@ def summary_markdown(
         to_markdown(cov),
     ]
     return "\n\n".join(lines)
-
-
-def cls_label(lmax: int) -> str:
-    letters = "spdfg"
-    return f"({letters[lmax]}{letters[lmax]}|{letters[lmax]}{letters[lmax]})"

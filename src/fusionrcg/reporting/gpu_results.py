@@ -1,0 +1,211 @@
+"""Tables from the GPU campaign's records (``python -m fusionrcg.campaign bench`` and
+``verify``): throughput per measurement, the ablations on the paper's quartets, Tier 1-only
+against Tier 2-only, the tier the model picks against the faster one, the fraction of the FP64
+peak reached in Tier 1, and verification against PySCF per class and output form.
+
+A measurement record carries either numbers or an ``error`` (a kernel that did not compile or
+launch); such records stay in the tables as missing values with their reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..angmom import QuartetClass
+
+THROUGHPUT_COLUMNS = (
+    "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
+    "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
+    "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
+    "error",
+)  # fmt: skip
+# the ablations of the paper's Figs. 5(b), 6 and 7: the variant each one sets against full
+ABLATIONS = {"axis": "no-axis", "dsa": "no-dsa", "spherical": "no-spherical"}
+FORMS = ("spherical", "cartesian")
+
+
+@dataclass(frozen=True)
+class GpuResults:
+    measurements: pd.DataFrame  # one row per measurement record
+    device: dict  # device.json of the benchmark run (holds the measured FP64 peak)
+    verification: pd.DataFrame  # one row per class, molecule, basis and form
+    verify_device: dict
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def load_results(folder: str | Path) -> GpuResults:
+    folder = Path(folder)
+    return GpuResults(
+        measurements=pd.DataFrame(read_jsonl(folder / "measurements.jsonl")),
+        device=json.loads((folder / "device.json").read_text()),
+        verification=pd.DataFrame(read_jsonl(folder / "verify_gpu.jsonl")),
+        verify_device=json.loads((folder / "verify_device.json").read_text()),
+    )
+
+
+def _class_of(record: pd.Series) -> QuartetClass:
+    """Measured records name the class ``(2,2|1,1)``; error records carry the plan's tag."""
+    cls = record.get("cls")
+    if isinstance(cls, str):
+        return QuartetClass.parse(cls)
+    return QuartetClass(*map(int, str(record["class"])))
+
+
+def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
+    """Every measurement with its FP64 rate as a fraction of ``peak`` (the peak the benchmark
+    measured in the same process); error records keep their reason and no numbers."""
+    df = measurements.copy()
+    for col in THROUGHPUT_COLUMNS:
+        if col not in df:
+            df[col] = np.nan
+    classes = df.apply(_class_of, axis=1)
+    df["class"] = classes.map(str)
+    df["total"] = classes.map(lambda c: c.total)
+    df["fraction_of_peak"] = df["flop_rate"] / peak
+    df["error"] = df["error"].where(df["error"].notna(), None)
+    return df[list(THROUGHPUT_COLUMNS)].reset_index(drop=True)
+
+
+def _rate(rows: pd.DataFrame, variant: str, epilogue: str) -> tuple[float, str | None, float]:
+    """Quartets per second of one variant (NaN and the reason when not measured), and its
+    tier."""
+    sel = rows[(rows["variant"] == variant) & (rows["epilogue"] == epilogue)]
+    if sel.empty:
+        return np.nan, "not measured", np.nan
+    ok = sel[sel["error"].isna()]
+    if ok.empty:
+        return np.nan, str(sel["error"].iloc[0]), sel["tier"].iloc[0]
+    best = ok.loc[ok["quartets_per_second"].idxmax()]
+    return float(best["quartets_per_second"]), None, best["tier"]
+
+
+def ablation_table(
+    throughput: pd.DataFrame, quartets: Sequence[str], ablation: str
+) -> pd.DataFrame:
+    """Per paper quartet (as the paper writes it; measured as its canonical class): full
+    against the ablated variant (``store`` epilogue), speedup = full / ablated."""
+    variant = ABLATIONS[ablation]
+    rows = []
+    for text in quartets:
+        cls = QuartetClass.parse(text)
+        measured = throughput[throughput["class"] == str(cls.canonical())]
+        full, full_err, full_tier = _rate(measured, "full", "store")
+        other, other_err, other_tier = _rate(measured, variant, "store")
+        missing = "; ".join(f"{v}: {e}" for v, e in (("full", full_err), (variant, other_err)) if e)
+        rows.append(
+            {
+                "quartet": str(cls),
+                "total": cls.total,
+                "ablated": variant,
+                "full_qps": full,
+                "ablated_qps": other,
+                "speedup": full / other,
+                "full_tier": full_tier,
+                "ablated_tier": other_tier,
+                "missing": missing or None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def model_tiers(plans: pd.DataFrame) -> pd.Series:
+    """The tier the generator picks per class: variant ``full``, spherical (graph records)."""
+    full = plans[(plans["variant"] == "full") & plans["spherical"]]
+    return full.set_index("class")["tier"].astype(int)
+
+
+def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
+    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput, the
+    faster tier (where both ran) and the model's tier."""
+    jk = throughput[throughput["epilogue"] == "jk"]
+    rows = []
+    for cls, measured in jk.groupby("class", sort=False):
+        t1, t1_err, _ = _rate(measured, "tier1-only", "jk")
+        t2, t2_err, _ = _rate(measured, "tier2-only", "jk")
+        both = np.isfinite(t1) and np.isfinite(t2)
+        faster = (1 if t1 > t2 else 2) if both else None
+        model = int(tiers[cls]) if cls in tiers.index else None
+        rows.append(
+            {
+                "class": cls,
+                "total": int(measured["total"].iloc[0]),
+                "tier1_qps": t1,
+                "tier2_qps": t2,
+                "tier1_over_tier2": t1 / t2,
+                "faster_tier": faster,
+                "model_tier": model,
+                "model_is_faster": (faster == model) if both and model is not None else None,
+                "tier1_error": t1_err,
+                "tier2_error": t2_err,
+            }
+        )
+    table = pd.DataFrame(rows)
+    return table.sort_values(["total", "class"], kind="stable").reset_index(drop=True)
+
+
+def tier_choice(tiers: pd.DataFrame) -> tuple[int, int]:
+    """(classes where the model's tier is the faster measured one, classes with both measured)."""
+    judged = tiers[tiers["model_is_faster"].notna()]
+    return int(judged["model_is_faster"].astype(bool).sum()), len(judged)
+
+
+def tier1_peak_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
+    """Per class the model puts in Tier 1: the best fraction of the FP64 peak any of its Tier 1
+    measurements reached, and which measurement that was."""
+    ok = throughput[(throughput["tier"] == 1) & throughput["error"].isna()]
+    ok = ok[ok["class"].map(lambda c: tiers.get(c) == 1)]
+    if ok.empty:
+        return pd.DataFrame(columns=["class", "total", "fraction_of_peak", "flop_rate"])
+    best = ok.loc[ok.groupby("class")["fraction_of_peak"].idxmax()]
+    cols = ["class", "total", "fraction_of_peak", "flop_rate", "quartets_per_second"]
+    cols += ["variant", "epilogue", "registers", "spill_store_bytes", "spill_load_bytes"]
+    return best[cols].sort_values(["total", "class"]).reset_index(drop=True)
+
+
+def verification_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per class and output form: records, worst normalized error (and where), relative error,
+    adjudications, and whether every record is verified (passed, or the engine closer to the
+    40-digit value than PySCF and within tolerance of it)."""
+    df = records.copy()
+    if "engine_right" not in df:
+        df["engine_right"] = np.nan
+    df["form"] = np.where(df["cartesian"].astype(bool), "cartesian", "spherical")
+    df["verified"] = df["passed"].astype(bool) | (df["engine_right"] == True)  # noqa: E712
+    rows = []
+    for (cls, form), group in df.groupby(["cls", "form"], sort=False):
+        worst = group.loc[group["max_normalized_error"].idxmax()]
+        adjudicated = group[group["engine_right"].notna()]
+        rows.append(
+            {
+                "class": cls,
+                "total": QuartetClass.parse(cls).total,
+                "form": form,
+                "records": len(group),
+                "quartets": int(group["n_quartets"].sum()),
+                "worst_normalized_error": worst["max_normalized_error"],
+                "worst_at": f"{worst['molecule']} {worst['basis']}",
+                "max_rel_error": group["max_rel_error"].max(),
+                "adjudicated": len(adjudicated),
+                "engine_right": int((adjudicated["engine_right"] == True).sum()),  # noqa: E712
+                "verified": bool(group["verified"].all()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    order = {f: i for i, f in enumerate(FORMS)}
+    table = table.assign(_f=table["form"].map(order)).sort_values(["_f", "total", "class"])
+    return table.drop(columns="_f").reset_index(drop=True)
+
+
+def unverified_classes(table: pd.DataFrame, classes: Sequence[QuartetClass]) -> list[str]:
+    """``class form`` for every expected class and form without an all-verified row."""
+    verified = set(zip(table.loc[table["verified"], "class"], table.loc[table["verified"], "form"]))
+    return [f"{c} {f}" for f in FORMS for c in classes if (str(c), f) not in verified]
