@@ -96,6 +96,17 @@ def test_compile_errors_name_the_cause(tmp_path):
         assert not (tmp_path / "bad.cubin").exists()
 
 
+def test_missing_kernel_that_cannot_be_generated_names_the_class(tmp_path, monkeypatch):
+    from fusionrcg.build import library
+
+    def no_pyscf(*args):
+        raise ModuleNotFoundError("No module named 'pyscf'")
+
+    monkeypatch.setattr(library, "plan_class", no_pyscf)
+    with pytest.raises(CompileError, match=r"\(3,2\|3,2\) variant tier1-only: not in the kernel"):
+        library.get_kernel(QuartetClass(3, 2, 3, 2), "tier1-only", directory=tmp_path)
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_generated_boys_function_is_accurate(tmp_path):
     """The Taylor-table Boys source the kernels use, compiled for the host, against mpmath."""

@@ -26,7 +26,14 @@ from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
 from ..orchestration.plan import Flops, plan_class
 from ..variants import Tier, Variant, get_variant
-from .compiler import CXX_FLAGS, NVCC_FLAGS, PtxasReport, cxx_shared, nvcc_cubin
+from .compiler import (
+    CXX_FLAGS,
+    NVCC_FLAGS,
+    CompileError,
+    PtxasReport,
+    cxx_shared,
+    nvcc_cubin,
+)
 
 ENV_DIR = "FUSIONRCG_KERNEL_DIR"
 _GENERATOR_PARTS = ("angmom.py", "variants.py", "graph", "orchestration", "lowering", "build")
@@ -143,7 +150,13 @@ def get_kernel(
     if entry.exists():
         return _load(entry, cached=True)
 
-    plan = plan_class(cls, v, spherical)
+    try:
+        plan = plan_class(cls, v, spherical)
+    except ModuleNotFoundError as exc:  # the spherical coefficients come from PySCF
+        raise CompileError(
+            f"{cls} variant {v.name}: not in the kernel library at {root} and it cannot be "
+            f"generated here ({exc}); install PySCF or build the library ahead of time"
+        ) from exc
     if plan.tier is Tier.BUFFERED:
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
     kernel = lower(plan, target, epi, segment_size)
