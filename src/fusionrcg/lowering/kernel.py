@@ -8,8 +8,9 @@ Boys function) and differ in where values live:
   atomic adds (``jk``).
 * Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
   ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
-  Phase 2 as a program the kernel executes from the buffer; the integrals go to the output
-  buffer, from which the runtime's contraction kernel (Kernel 2) builds J and K.
+  Phase 2 as straight-line non-inlined functions generated from the layout's program, values in
+  registers within a function and in their slots between functions; the integrals go to the
+  output buffer, from which the runtime's contraction kernel (Kernel 2) builds J and K.
 """
 
 from __future__ import annotations
@@ -24,17 +25,14 @@ from ..graph import symbols as S
 from ..orchestration.plan import ClassPlan
 from ..variants import Tier
 from .boys import boys_source
-from .layout import DEFAULT_SEGMENT_SIZE, Tier2Layout, tier2_layout
+from .layout import DEFAULT_SEGMENT_SIZE, PHASE2_SYMBOLS, Tier2Layout, tier2_layout
 from .target import TARGETS, Epilogue, Target
 
 KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
     const double* __restrict__ seg_xyz, const int* __restrict__ seg_prim,
     const int* __restrict__ seg_ao, const double* __restrict__ prim_exp,
     const double* __restrict__ prim_coef, const double* __restrict__ boys_table,
-    double* __restrict__ out, double* __restrict__ buf, const long long stride,
-    const int* __restrict__ p2_dst, const int* __restrict__ p2_start,
-    const int* __restrict__ p2_src, const double* __restrict__ p2_coef,
-    const int* __restrict__ p2_code, const int p2_len, const int nao,
+    double* __restrict__ out, double* __restrict__ buf, const long long stride, const int nao,
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
 
 PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
@@ -236,22 +234,64 @@ def _segment_functions(plan: ClassPlan, layout: Tier2Layout, target: Target, nam
     return "\n\n".join(out)
 
 
-def _tier2_body(plan: ClassPlan, layout: Tier2Layout, name: str) -> list[str]:
+def _phase2_functions(layout: Tier2Layout, target: Target, name: str, size: int) -> str:
+    """Phase 2 as straight-line code, ``size`` program entries per non-inlined function. Within
+    a function values stay in registers; a value goes to its buffer slot only when a later
+    function reads it before the slot is overwritten."""
+    prog = layout.program
+    n = len(prog)
+    seg = lambda i: i // size  # noqa: E731
+    store = [False] * n
+    later_read: dict[int, int] = {}  # slot -> last function reading its current value
+    for i in range(n - 1, -1, -1):
+        dst = int(prog.dst[i])
+        if dst >= 0:
+            store[i] = later_read.pop(dst, -1) > seg(i)
+        for t in range(prog.start[i], prog.start[i + 1]):
+            src = int(prog.src[t])
+            later_read[src] = max(later_read.get(src, -1), seg(i))
+    geometry = ", ".join(f"const double {x}" for x in PHASE2_SYMBOLS[1:])
+    out = []
+    for first in range(0, n, size):
+        local: dict[int, str] = {}
+        body = []
+        for i in range(first, min(first + size, n)):
+            parts = []
+            for t in range(prog.start[i], prog.start[i + 1]):
+                src = int(prog.src[t])
+                factors = [] if prog.coef[t] == 1.0 else [_num(prog.coef[t])]
+                if prog.code[t]:
+                    factors.append(PHASE2_SYMBOLS[prog.code[t]])
+                factors.append(local.get(src, f"BUF({src})"))
+                parts.append(" * ".join(factors))
+            expr = " + ".join(parts).replace("+ -", "- ")
+            dst = int(prog.dst[i])
+            if dst < 0:
+                body.append(f"OUT({-dst - 1}) = {expr};")
+                continue
+            body.append(f"const double t{i} = {expr};")
+            local[dst] = f"t{i}"
+            if store[i]:
+                body.append(f"BUF({dst}) = t{i};")
+        out.append(
+            f"{target.noinline_fn} void {name}_p{first // size}(double* __restrict__ buf, "
+            f"double* __restrict__ out, const long long stride, const int q, const int n, "
+            f"const int nout, {geometry})\n{{\n    (void)n; (void)nout;\n    "
+            + "\n    ".join(body)
+            + "\n}"
+        )
+    return "\n\n".join(out)
+
+
+def _tier2_body(plan: ClassPlan, layout: Tier2Layout, name: str, size: int) -> list[str]:
     lines = [f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;"]
     lines.append(f"struct {name}_prim P;")
     lines += _loops_open(plan, record="P")
     lines += [f"{name}_s{i}(&P, buf, stride, q);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
-    lines += [
-        "const double sym[7] = {1.0, ABx, ABy, ABz, CDx, CDy, CDz};",
-        "for (int i = 0; i < p2_len; ++i) {",
-        "double s = 0.0;",
-        "for (int t = p2_start[i]; t < p2_start[i + 1]; ++t)",
-        "    s += p2_coef[t] * sym[p2_code[t]] * BUF(p2_src[t]);",
-        "const int dst = p2_dst[i];",
-        "if (dst >= 0) BUF(dst) = s; else OUT(-dst - 1) = s;",
-        "}",
-    ]
+    geometry = ", ".join(PHASE2_SYMBOLS[1:])
+    n_fn = -(-len(layout.program) // size)
+    lines += [f"{name}_p{i}(buf, out, stride, q, n, nout, {geometry});" for i in range(n_fn)]
     return lines
 
 
@@ -297,7 +337,8 @@ def lower(
         layout = tier2_layout(plan, segment_size)
         parts.append(_record_type(plan, name))
         parts.append(_segment_functions(plan, layout, tgt, name))
-        body = _tier2_body(plan, layout, name)
+        parts.append(_phase2_functions(layout, tgt, name, segment_size))
+        body = _tier2_body(plan, layout, name, segment_size)
         n_slots = layout.n_slots
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
