@@ -3,8 +3,8 @@
 Builds are content-addressed (``<kernel>-<hash of source, flags, arch>``), so a changed generator
 never picks up a stale binary. An index maps the request (class, variant, output basis,
 epilogue, target, architecture, segment size and a fingerprint of the generator's code) to a
-build, with the launch metadata (tier, output shape, slot count, FLOP
-counts): a prebuilt kernel is used without rebuilding its graph. The pipeline fills the
+build, with the launch metadata (tier, output shape, slot count, the Tier 2 Phase 2 program,
+FLOP counts): a prebuilt kernel is used without rebuilding its graph. The pipeline fills the
 library ahead of time (``kernels/``); anything missing is generated and compiled on demand, so
 a library user never has to run the pipeline first.
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..angmom import QuartetClass
 from ..lowering.kernel import lower
-from ..lowering.layout import DEFAULT_SEGMENT_SIZE
+from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
 from ..orchestration.plan import Flops, plan_class
 from ..variants import Tier, Variant, get_variant
@@ -74,6 +74,7 @@ class LibraryKernel:
     epilogue: Epilogue
     output_shape: tuple[int, int, int, int]
     n_slots: int
+    program: Phase2Program | None
     flops: Flops
     report: PtxasReport | None
     cached: bool
@@ -101,6 +102,10 @@ def _load(entry: Path, cached: bool) -> LibraryKernel:
     """An index entry; its file names are relative to the library root (the index's parent)."""
     root = entry.parent.parent
     info = json.loads(entry.read_text())
+    program = None
+    if info["program"]:
+        with np.load(root / info["program"]) as data:
+            program = Phase2Program(**{k: data[k] for k in data.files})
     return LibraryKernel(
         name=info["kernel"],
         binary=root / info["binary"],
@@ -109,6 +114,7 @@ def _load(entry: Path, cached: bool) -> LibraryKernel:
         epilogue=Epilogue(info["epilogue"]),
         output_shape=tuple(info["output_shape"]),
         n_slots=info["n_slots"],
+        program=program,
         flops=Flops(**info["flops"]),
         report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
         cached=cached,
@@ -172,9 +178,18 @@ def get_kernel(
             cxx_shared(source, binary, what, timeout)
             report = None
         cached = False
+    program_file = None
+    if kernel.layout is not None:
+        program_file = stem.with_suffix(".program.npz")
+        if not program_file.exists():
+            np.savez(
+                program_file.with_suffix(f".{os.getpid()}.npz"), **asdict(kernel.layout.program)
+            )
+            program_file.with_suffix(f".{os.getpid()}.npz").replace(program_file)
     info = {
         "kernel": kernel.name,
         "binary": binary.name,
+        "program": program_file.name if program_file else None,
         "class": str(cls),
         "variant": v.name,
         "spherical": spherical,

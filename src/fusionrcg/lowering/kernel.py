@@ -8,9 +8,11 @@ Boys function) and differ in where values live:
   atomic adds (``jk``).
 * Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
   ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
-  Phase 2 as straight-line non-inlined functions generated from the layout's program, values in
-  registers within a function and in their slots between functions; the integrals go to the
-  output buffer, from which the runtime's contraction kernel (Kernel 2) builds J and K.
+  Phase 2 as straight-line non-inlined functions generated from the layout's program (values
+  in registers within a function, in their slots between functions), or, for programs longer
+  than ``PHASE2_COMPILED_MAX``, that program executed by the kernel from the buffer; the
+  integrals go to the output buffer, from which the runtime's contraction kernel (Kernel 2)
+  builds J and K.
 """
 
 from __future__ import annotations
@@ -32,10 +34,19 @@ KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restri
     const double* __restrict__ seg_xyz, const int* __restrict__ seg_prim,
     const int* __restrict__ seg_ao, const double* __restrict__ prim_exp,
     const double* __restrict__ prim_coef, const double* __restrict__ boys_table,
-    double* __restrict__ out, double* __restrict__ buf, const long long stride, const int nao,
+    double* __restrict__ out, double* __restrict__ buf, const long long stride,
+    const int* __restrict__ p2_dst, const int* __restrict__ p2_start,
+    const int* __restrict__ p2_src, const double* __restrict__ p2_coef,
+    const int* __restrict__ p2_code, const int p2_len, const int nao,
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
 
 PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
+
+# Longest Phase 2 program lowered as compiled code. Compiled Phase 2 is 2-3x faster than the
+# interpreted program on the H200 (reports/gpu/eri/tier2_compiled); the longest one compiled
+# and measured is (4,2|4,2) (35,706 statements, 250 s of nvcc), and ptxas (CUDA 13.0) crashes
+# on (4,4|4,4) (321,831). Longer programs are interpreted.
+PHASE2_COMPILED_MAX = 40_000
 
 
 @dataclass(frozen=True)
@@ -283,16 +294,32 @@ def _phase2_functions(layout: Tier2Layout, target: Target, name: str, size: int)
     return "\n\n".join(out)
 
 
+def _phase2_compiled(layout: Tier2Layout) -> bool:
+    return len(layout.program) <= PHASE2_COMPILED_MAX
+
+
 def _tier2_body(plan: ClassPlan, layout: Tier2Layout, name: str, size: int) -> list[str]:
     lines = [f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;"]
     lines.append(f"struct {name}_prim P;")
     lines += _loops_open(plan, record="P")
     lines += [f"{name}_s{i}(&P, buf, stride, q);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
-    geometry = ", ".join(PHASE2_SYMBOLS[1:])
-    n_fn = -(-len(layout.program) // size)
-    lines += [f"{name}_p{i}(buf, out, stride, q, n, nout, {geometry});" for i in range(n_fn)]
-    return lines
+    if _phase2_compiled(layout):
+        geometry = ", ".join(PHASE2_SYMBOLS[1:])
+        n_fn = -(-len(layout.program) // size)
+        return lines + [
+            f"{name}_p{i}(buf, out, stride, q, n, nout, {geometry});" for i in range(n_fn)
+        ]
+    return lines + [
+        "const double sym[7] = {1.0, ABx, ABy, ABz, CDx, CDy, CDz};",
+        "for (int i = 0; i < p2_len; ++i) {",
+        "double s = 0.0;",
+        "for (int t = p2_start[i]; t < p2_start[i + 1]; ++t)",
+        "    s += p2_coef[t] * sym[p2_code[t]] * BUF(p2_src[t]);",
+        "const int dst = p2_dst[i];",
+        "if (dst >= 0) BUF(dst) = s; else OUT(-dst - 1) = s;",
+        "}",
+    ]
 
 
 def _indent(lines: list[str]) -> str:
@@ -337,7 +364,8 @@ def lower(
         layout = tier2_layout(plan, segment_size)
         parts.append(_record_type(plan, name))
         parts.append(_segment_functions(plan, layout, tgt, name))
-        parts.append(_phase2_functions(layout, tgt, name, segment_size))
+        if _phase2_compiled(layout):
+            parts.append(_phase2_functions(layout, tgt, name, segment_size))
         body = _tier2_body(plan, layout, name, segment_size)
         n_slots = layout.n_slots
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]

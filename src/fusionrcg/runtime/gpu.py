@@ -16,7 +16,7 @@ from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
-from .launch import DeviceError, _batches
+from .launch import DeviceError, _batches, _program
 
 THREADS = 128
 JK_THREADS = 64
@@ -194,13 +194,15 @@ class GpuExecutor:
         sc = cp.asarray(np.ones(n) if scales is None else np.asarray(scales, dtype=float))
         out = cp.empty((kernel.n_outputs, n))
         buf = cp.empty(max(1, kernel.n_slots * n))
+        *prog, p2_len = _program(kernel)
+        prog = [cp.asarray(a) for a in prog]
         dmd = cp.asarray(dm) if dm is not None else cp.zeros(1)
         vj = vj if vj is not None else cp.zeros(1)
         vk = vk if vk is not None else cp.zeros(1)
         fn = _function(kernel.binary, kernel.name)
         args = (
             np.int32(n), q, sc, dev.xyz, dev.prim, dev.ao, dev.exponents, dev.coefficients,
-            self._table, out, buf, np.int64(n), np.int32(dev.nao),
+            self._table, out, buf, np.int64(n), *prog, np.int32(p2_len), np.int32(dev.nao),
             dmd, vj, vk,
         )  # fmt: skip
         return Launch(fn, (n + THREADS - 1) // THREADS, args, out)

@@ -34,6 +34,14 @@ def _batches(n: int, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
         yield start, min(n, start + size)
 
 
+def _program(kernel: LibraryKernel):
+    p = kernel.program
+    if p is None:
+        empty_i = np.zeros(1, dtype=np.int32)
+        return empty_i, np.zeros(2, dtype=np.int32), empty_i, np.zeros(1), empty_i, 0
+    return p.dst, p.start, p.src, p.coef, p.code, len(p)
+
+
 # --------------------------------------------------------------------------------------------
 # CPU: the C++ lowering
 
@@ -44,7 +52,7 @@ def _cpu_function(path: Path, name: str):
     fn = getattr(lib, name)
     ptr = ctypes.c_void_p
     i32, i64 = ctypes.c_int, ctypes.c_longlong
-    fn.argtypes = [i32, *[ptr] * 8, ptr, ptr, i64, i32, ptr, ptr, ptr]
+    fn.argtypes = [i32, *[ptr] * 8, ptr, ptr, i64, *[ptr] * 5, i32, i32, ptr, ptr, ptr]
     fn.restype = None
     return fn
 
@@ -67,6 +75,8 @@ class CpuExecutor:
         fn = _cpu_function(kernel.binary, kernel.name)
         quartets = np.ascontiguousarray(quartets, dtype=np.int32)
         table = boys_table()
+        *prog, p2_len = _program(kernel)
+        prog = [np.ascontiguousarray(a) for a in prog]
         out = np.empty((len(quartets), kernel.n_outputs))
         jk = kernel.epilogue is Epilogue.JK
         nao = basis.nao
@@ -80,7 +90,7 @@ class CpuExecutor:
                 hi - lo, _p(quartets[lo:hi]), _p(sc[lo:hi] if sc is not None else None),
                 _p(basis.xyz), _p(basis.prim), _p(basis.ao), _p(basis.exponents),
                 _p(basis.coefficients), _p(table), _p(out[lo:hi]), _p(buf), kernel.n_slots,
-                nao, _p(dmc), _p(vj), _p(vk),
+                *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
             )  # fmt: skip
         return (vj, vk) if jk else out
 
