@@ -294,17 +294,15 @@ def _phase2_functions(layout: Tier2Layout, target: Target, name: str, size: int)
     return "\n\n".join(out)
 
 
-def _phase2_compiled(layout: Tier2Layout) -> bool:
-    return len(layout.program) <= PHASE2_COMPILED_MAX
-
-
-def _tier2_body(plan: ClassPlan, layout: Tier2Layout, name: str, size: int) -> list[str]:
+def _tier2_body(
+    plan: ClassPlan, layout: Tier2Layout, name: str, size: int, compiled: bool
+) -> list[str]:
     lines = [f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;"]
     lines.append(f"struct {name}_prim P;")
     lines += _loops_open(plan, record="P")
     lines += [f"{name}_s{i}(&P, buf, stride, q);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
-    if _phase2_compiled(layout):
+    if compiled:
         geometry = ", ".join(PHASE2_SYMBOLS[1:])
         n_fn = -(-len(layout.program) // size)
         return lines + [
@@ -364,9 +362,10 @@ def lower(
         layout = tier2_layout(plan, segment_size)
         parts.append(_record_type(plan, name))
         parts.append(_segment_functions(plan, layout, tgt, name))
-        if _phase2_compiled(layout):
+        compiled = len(layout.program) <= PHASE2_COMPILED_MAX
+        if compiled:
             parts.append(_phase2_functions(layout, tgt, name, segment_size))
-        body = _tier2_body(plan, layout, name, segment_size)
+        body = _tier2_body(plan, layout, name, segment_size, compiled)
         n_slots = layout.n_slots
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]

@@ -64,6 +64,16 @@ def ablation_figure(table: pd.DataFrame, ablation: str, title: str, path: str | 
     _save(fig, path)
 
 
+def _per_total_axes(ax, tiers: pd.DataFrame, ylabel: str, title: str) -> None:
+    """Log-scale values against the total angular momentum, one tick per total present."""
+    ax.set_yscale("log")
+    ax.set_xlabel("total angular momentum la + lb + lc + ld")
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(sorted(tiers["total"].unique()))
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+
+
 def tier_figure(tiers: pd.DataFrame, path: str | Path) -> None:
     """Fig. 8: (a) throughput of each class under Tier 1-only and Tier 2-only (J/K epilogue)
     against its total, with the per-total median; a kernel that did not run is an x at the
@@ -100,12 +110,12 @@ def tier_figure(tiers: pd.DataFrame, path: str | Path) -> None:
                 color=TIER_COLORS[tier],
                 label=f"Tier {tier} did not run",
             )
-    a.set_yscale("log")
-    a.set_xlabel("total angular momentum la + lb + lc + ld")
-    a.set_ylabel("contracted shell quartets / second (J/K epilogue)")
-    a.set_xticks(sorted(tiers["total"].unique()))
-    a.legend(fontsize=8)
-    a.set_title("(a) Tier 1-only vs Tier 2-only")
+    _per_total_axes(
+        a,
+        tiers,
+        "contracted shell quartets / second (J/K epilogue)",
+        "(a) Tier 1-only vs Tier 2-only",
+    )
     both = tiers["tier1_over_tier2"].notna()
     for tier in (1, 2):
         sel = both & (tiers["model_tier"] == tier)
@@ -117,10 +127,5 @@ def tier_figure(tiers: pd.DataFrame, path: str | Path) -> None:
             label=f"model picks Tier {tier}",
         )
     b.axhline(1.0, color="black", lw=0.8, ls=":")
-    b.set_yscale("log")
-    b.set_xlabel("total angular momentum la + lb + lc + ld")
-    b.set_ylabel("Tier 1 throughput / Tier 2 throughput")
-    b.set_xticks(sorted(tiers["total"].unique()))
-    b.legend(fontsize=8)
-    b.set_title("(b) above 1: Tier 1 faster")
+    _per_total_axes(b, tiers, "Tier 1 throughput / Tier 2 throughput", "(b) above 1: Tier 1 faster")
     _save(fig, path)
