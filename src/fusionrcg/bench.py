@@ -56,6 +56,7 @@ class Measurement:
     spill_load_bytes: int
     stack_bytes: int
     slots_per_quartet: int
+    bank: str  # where a Tier 2 slot bank is: "shared", "global" ("" for Tier 1)
 
     def row(self) -> dict:
         return asdict(self)
@@ -114,13 +115,14 @@ def measure(
     peak: float,
     seed: int = 0,
     dm=None,
+    bank: str = "auto",
 ) -> Measurement:
     cp = executor.cp
-    kernel = executor.kernel(cls, get_variant(variant), basis.spherical, epilogue)
+    kernel = executor.kernel(cls, get_variant(variant), basis.spherical, epilogue, bank)
     nprim = [int(basis.prim[basis.segments_with_l(l), 1].mean()) for l in cls.ls]
     per_quartet = kernel.flops.per_contracted_quartet(max(1, int(np.prod(nprim))))
     n = int(np.clip(TARGET_FLOPS_PER_LAUNCH / max(per_quartet, 1), MIN_QUARTETS, MAX_QUARTETS))
-    if kernel.n_slots:
+    if kernel.n_slots and not kernel.bank_threads:  # the global slot buffer stays under 4 GiB
         n = min(n, max(256, (4 << 30) // (8 * kernel.n_slots)))
     quartets = sample_quartets(basis, cls, n, seed)
     flops, mean_prims = quartet_flops(kernel.flops, basis, quartets)
@@ -148,4 +150,5 @@ def measure(
         mean_primitive_quartets=mean_prims, registers=r.registers,
         spill_store_bytes=r.spill_store_bytes, spill_load_bytes=r.spill_load_bytes,
         stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
+        bank="" if not kernel.n_slots else ("shared" if kernel.bank_threads else "global"),
     )  # fmt: skip

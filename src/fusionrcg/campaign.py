@@ -27,9 +27,20 @@ BASIS_FOR_LMAX = {0: "cc-pvdz", 1: "cc-pvdz", 2: "cc-pvdz", 3: "cc-pvtz", 4: "cc
 BENCH_MOLECULE = "water_clusters/005"  # (H2O)20
 
 
+def _shared_bank(cls: QuartetClass) -> bool:
+    """Whether the Tier 2 kernel of ``cls`` keeps its slot bank in shared memory by default."""
+    from .lowering.kernel import shared_bank
+    from .lowering.layout import tier2_layout
+    from .lowering.target import CUDA
+    from .orchestration.plan import plan_class
+
+    return shared_bank(tier2_layout(plan_class(cls, "tier2-only")).n_slots, CUDA)
+
+
 def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dict]:
     """Ablations on the paper's quartets (every variant, store), and both tiers with the J/K
-    epilogue on every class up to ``tier_max_total`` (the tier comparison)."""
+    epilogue on every class up to ``tier_max_total`` (the tier comparison), plus Tier 2 with
+    its slot bank forced to global memory where it would be in shared memory (bank ablation)."""
     plan = []
     for text in paper_quartets:
         cls = QuartetClass.parse(text).canonical()
@@ -39,6 +50,10 @@ def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dic
         if cls.total <= tier_max_total:
             for variant in ("tier1-only", "tier2-only"):
                 plan.append({"class": cls.tag, "variant": variant, "epilogue": "jk"})
+            if _shared_bank(cls):
+                plan.append(
+                    {"class": cls.tag, "variant": "tier2-only", "epilogue": "jk", "bank": "global"}
+                )
     return plan
 
 
@@ -57,6 +72,10 @@ def prepare(args) -> int:
     for name in sorted(set(BASIS_FOR_LMAX.values())):
         segment_basis(load(BENCH_MOLECULE, name)).save(out / f"{name}.npz")
     plan = measurement_plan(args.paper_quartets.split(";"), args.tier_max_total)
+    if args.variants:  # a re-measurement of some variants only
+        plan = [item for item in plan if item["variant"] in args.variants.split(",")]
+    if args.max_total is not None:
+        plan = [item for item in plan if sum(map(int, item["class"])) <= args.max_total]
     (out / "plan.json").write_text(json.dumps(plan, indent=1))
     print(f"{len(plan)} measurements planned in {out}")
     return 0
@@ -91,9 +110,10 @@ def bench(args) -> int:
             a = rng.standard_normal((basis.nao, basis.nao)) * 0.01
             dms[name] = cp.asarray(a + a.T)
         try:
+            bank = item.get("bank", "auto")
             m = B.measure(ex, cls, item["variant"], basis, name, Epilogue(item["epilogue"]),
-                          peak, dm=dms[name])  # fmt: skip
-            _jsonl(results, m.row())
+                          peak, dm=dms[name], bank=bank)  # fmt: skip
+            _jsonl(results, m.row() | {"bank_request": bank})
             rate = f"{m.quartets_per_second:10.3e} q/s {m.fraction_of_peak:6.1%}"
             print(f"{m.cls:10s} {m.variant:12s} {m.epilogue:5s} T{m.tier} {rate}", flush=True)
         except Exception as exc:  # record and go on: one failing kernel must not stop the run
@@ -138,25 +158,30 @@ def verify(args) -> int:
     return 0
 
 
-def _kernel_jobs(plan: list[dict]) -> list[tuple[str, str, bool, str]]:
-    """(class tag, variant, spherical, epilogue) of every kernel the campaign runs."""
-    jobs = {(item["class"], item["variant"], True, item["epilogue"]) for item in plan}
-    for cls in canonical_classes():
+def _kernel_jobs(plan: list[dict], verify: bool) -> list[tuple[str, str, bool, str, str]]:
+    """(class tag, variant, spherical, epilogue, bank) of every kernel the benchmarks run, and
+    with ``verify`` those of the verification too."""
+    jobs = {
+        (item["class"], item["variant"], True, item["epilogue"], item.get("bank", "auto"))
+        for item in plan
+    }
+    for cls in canonical_classes() if verify else []:
         for spherical in (True, False):
-            jobs.add((cls.tag, "full", spherical, "store"))
+            jobs.add((cls.tag, "full", spherical, "store", "auto"))
     return sorted(jobs, key=lambda j: (sum(map(int, j[0])), j))
 
 
-def _build_one(job: tuple[str, str, bool, str], kernel_dir: str, timeout: float) -> dict:
+def _build_one(job: tuple[str, str, bool, str, str], kernel_dir: str, timeout: float) -> dict:
     from .build.compiler import CompileError
     from .build.library import get_kernel
 
-    tag, variant, spherical, epilogue = job
+    tag, variant, spherical, epilogue, bank = job
     cls = QuartetClass(*map(int, tag))
-    record = {"class": tag, "variant": variant, "spherical": spherical, "epilogue": epilogue}
+    record = {"class": tag, "variant": variant, "spherical": spherical, "epilogue": epilogue,
+              "bank": bank}  # fmt: skip
     try:
         k = get_kernel(cls, variant, spherical, epilogue, "cuda", "sm_90", kernel_dir,
-                       timeout=timeout)  # fmt: skip
+                       timeout=timeout, bank=bank)  # fmt: skip
     except CompileError as exc:
         return record | {"error": str(exc)[:300]}
     return record | {"kernel": k.binary.name, "tier": int(k.tier)} | k.report.as_dict()
@@ -168,7 +193,7 @@ def kernels(args) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
     plan = json.loads((Path(args.inputs) / "plan.json").read_text())
-    jobs = _kernel_jobs(plan)
+    jobs = _kernel_jobs(plan, verify=not args.bench_only)
     out = Path(args.out)
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(_build_one, j, args.kernel_dir, args.timeout) for j in jobs]
@@ -186,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--paper-quartets", required=True, help="';'-separated la,lb,lc,ld")
     p.add_argument("--tier-max-total", type=int, default=8)
+    p.add_argument("--variants", default="", help="','-separated: keep only these variants")
+    p.add_argument("--max-total", type=int, default=None, help="keep only classes up to this")
     p.set_defaults(run=prepare)
     b = sub.add_parser("bench")
     b.add_argument("--inputs", required=True)
@@ -199,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--out", required=True, help="JSON-lines build log")
     k.add_argument("--timeout", type=float, default=300.0, help="seconds per kernel")
     k.add_argument("--jobs", type=int, default=2)
+    k.add_argument("--bench-only", action="store_true", help="not the verification's kernels")
     k.set_defaults(run=kernels)
     v = sub.add_parser("verify")
     v.add_argument("--out", required=True)

@@ -1,6 +1,7 @@
 """Benchmark of the XC engine: one command on the GPU machine, JSON into a directory.
 
-    python -m kerneldi.bench --out DIR [--budget SECONDS] [--sections a,b,...]
+    python -m kerneldi.bench --out DIR [--budget SECONDS] [--sections a,b,...] [--modes m,...]
+                             [--skip-recompute] [--resume]
 
 Sections, in this order (every record is written as soon as it is measured; what the budget
 leaves out is recorded as skipped):
@@ -17,6 +18,8 @@ leaves out is recorded as skipped):
 Timings: a warm-up call, then the median of synchronized wall times; the engine's setup
 (orders, blocks, AO cache) is reported apart. Densities come from SCF cycles (converged for
 the small systems, two PBE cycles for the large ones), never from an initial guess.
+``--resume`` continues a run cut short: molecules already measured in DIR are kept, those
+recorded as skipped are measured now.
 ``compare_sizes`` also runs on the CPU (``Env("cpu")``: ours against EXC-OpenBLAS and PySCF).
 """
 
@@ -91,8 +94,9 @@ PAPER_V100 = {
 class Env:
     """Where a benchmark runs: the GPU (CuPy, GPU4PySCF) or the CPU (NumPy, PySCF)."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, modes: tuple[str, ...] = MMA, recompute: bool = True):
         self.device = device
+        self.recompute = recompute
         if device == "gpu":
             import cupy
             from gpu4pyscf import dft as scf_dft
@@ -105,7 +109,7 @@ class Env:
 
             self.cupy = None
         self.dft, self.reference = scf_dft, reference
-        self.modes = MMA if device == "gpu" else ("fp64",)
+        self.modes = modes if device == "gpu" else ("fp64",)
         self.baseline = "exc_cublas" if device == "gpu" else "exc_openblas"
         self.library = "gpu4pyscf" if device == "gpu" else "pyscf"
 
@@ -135,16 +139,34 @@ class Budget:
 
 
 class Out:
-    """Result files under the output directory, rewritten after every record."""
+    """Result files under the output directory, rewritten after every record; with ``resume``
+    the files already there are read first."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, resume: bool = False):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.data: dict[str, list] = {}
+        if resume:
+            for path in root.glob("*.json"):
+                if isinstance(obj := json.loads(path.read_text()), list):
+                    self.data[path.stem] = obj
 
     def add(self, section: str, record: dict) -> None:
         self.data.setdefault(section, []).append(record)
         self.write(section, self.data[section])
+
+    def measured(self, section: str, molecule: str) -> bool:
+        """Whether ``molecule`` has a record in ``section`` that is neither skipped nor failed."""
+        return any(
+            r.get("molecule") == molecule and "skipped" not in r and "error" not in r
+            for r in self.data.get(section, [])
+        )
+
+    def put(self, section: str, record: dict) -> None:
+        """Add ``record``, replacing an earlier record of the same molecule."""
+        rows = self.data.setdefault(section, [])
+        rows[:] = [r for r in rows if r.get("molecule") != record.get("molecule")]
+        self.add(section, record)
 
     def write(self, name: str, obj) -> None:
         path = self.root / f"{name}.json"
@@ -307,13 +329,18 @@ def compare_sizes(
             if mma == "fp64":
                 exact = t["result"]
             log(name, mma, round(t["median_s"], 4), rec[f"ours_{mma}"][f"vs_{env.library}"])
+        # where the time goes, in the last mode: AO values (when recomputed), density, potential
+        rec["ours_phases_s"] = {"mode": mma} | ni.phase_seconds(
+            lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)
+        )
+        log(name, "phases", rec["ours_phases_s"])
     except Exception as err:  # the engine could not be built
         rec["ours_error"] = _failed(err)
         log(name, "ours", "error", repr(err))
     ni = t = None
     env.free()
 
-    if budget.left() > 60:
+    if env.recompute and budget.left() > 60:
         try:
             ni = env.numint(ao_cache="never")
             t = timed(env, lambda: ni.nr_rks(mol, grids, xc, dm), reps=2)
@@ -365,13 +392,16 @@ def run_sizes(
     """compare_sizes over molecules while the budget (less ``reserve``) lasts."""
     last = None
     for name in names:
+        if out.measured(section, name):
+            log(section, name, "measured before (resume)")
+            continue
         natm = natoms(name)
         # expected wall time on an H200, refined by the last system measured (about linear)
         est = 20.0 + 0.2 * natm
         if last is not None and "error" not in last:
             est = max(est, last["wall_s"] * natm / last["natm"])
         if budget.left() - reserve < est:
-            out.add(section, {"molecule": name, "natm": natm, "skipped": "budget"})
+            out.put(section, {"molecule": name, "natm": natm, "skipped": "budget"})
             log(section, name, "skipped (budget)")
             continue
         t0 = time.perf_counter()
@@ -386,7 +416,7 @@ def run_sizes(
         env.free()
         rec["wall_s"] = time.perf_counter() - t0
         last = rec
-        out.add(section, rec)
+        out.put(section, rec)
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -541,15 +571,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, type=Path, help="directory for the JSON results")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for all sections")
     ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset")
+    ap.add_argument("--modes", default=",".join(MMA), help="product modes of ours (subset)")
+    ap.add_argument(
+        "--skip-recompute", action="store_true", help="no AO-recompute timing in size runs"
+    )
+    ap.add_argument("--resume", action="store_true", help="keep what DIR already holds")
     args = ap.parse_args(argv)
     wanted = [s for s in args.sections.split(",") if s]
     unknown = set(wanted) - set(SECTIONS)
     if unknown:
         ap.error(f"unknown sections {sorted(unknown)}; choose from {list(SECTIONS)}")
+    modes = tuple(m for m in args.modes.split(",") if m)
+    if not modes or set(modes) - set(MMA):
+        ap.error(f"--modes takes a subset of {list(MMA)}")
     budget = Budget(args.budget)
-    out = Out(args.out)
+    out = Out(args.out, resume=args.resume)
     try:
-        env = Env("gpu")
+        env = Env("gpu", modes=modes, recompute=not args.skip_recompute)
         import gpu4pyscf
     except Exception as err:
         print(f"the benchmark needs CuPy, GPU4PySCF and a GPU: {err}", file=sys.stderr)
@@ -569,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
     info["dgemm_fp64_tflops"] = dgemm_peak(env)
     env.free()
     info["paper_v100"] = PAPER_V100
-    out.write("provenance", provenance(**info))
+    # a resumed run keeps the first run's provenance beside its own
+    first = args.resume and (args.out / "provenance.json").exists()
+    out.write("provenance_resume" if first else "provenance", provenance(**info))
     log("device", info)
     for name in wanted:
         try:

@@ -104,6 +104,24 @@ class KerneLDIMixin:
             return {}
         return {"layout_seconds": self.layout_seconds, **self._engine.stats()}
 
+    def phase_seconds(self, call) -> dict[str, float]:
+        """Seconds per engine phase (AO values, density, potential) of ``call()`` and of the
+        whole call, timed with device synchronizations around each phase (so slightly slower
+        than an untimed call); empty for engines without phase timers."""
+        timer = getattr(self._engine, "timer", None)
+        if timer is None:
+            call()
+            return {}
+        timer.enabled, timer.seconds = True, {}
+        try:
+            t0 = time.perf_counter()
+            call()
+            timer.device.synchronize()
+            total = time.perf_counter() - t0
+        finally:
+            timer.enabled = False
+        return dict(timer.seconds) | {"call": total}
+
     def update_settings(self, **changes) -> None:
         """New settings; the pair threshold and the GPU product mode keep the block structure
         already built, any other change rebuilds it on the next call."""

@@ -24,7 +24,9 @@ QUARTETS = ["1,0,1,0", "1,1,1,0"]
 RATES = {"full": 4e8, "no-axis": 2e8, "no-dsa": 1e8, "no-spherical": 3.2e8}
 
 
-def measurement(cls: QuartetClass, variant: str, epilogue: str, qps: float, tier: int) -> dict:
+def measurement(
+    cls: QuartetClass, variant: str, epilogue: str, qps: float, tier: int, bank: str = "global"
+) -> dict:
     flops = 1e9
     seconds = 1e6 / qps
     return Measurement(
@@ -33,7 +35,7 @@ def measurement(cls: QuartetClass, variant: str, epilogue: str, qps: float, tier
         quartets_per_second=qps, flops=flops, flop_rate=flops / seconds,
         fraction_of_peak=flops / seconds / PEAK, mean_primitive_quartets=81.0,
         registers=128 if tier == 1 else 255, spill_store_bytes=0, spill_load_bytes=0,
-        stack_bytes=0, slots_per_quartet=0 if tier == 1 else 90,
+        stack_bytes=0, slots_per_quartet=0 if tier == 1 else 90, bank="" if tier == 1 else bank,
     ).row()  # fmt: skip
 
 
@@ -97,19 +99,32 @@ def verification(fail: str | None = None) -> list[dict]:
     return rows
 
 
+def _jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
 def write_records(folder: Path, fail: str | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, rows in (("measurements", measurements()), ("verify_gpu", verification(fail))):
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        _jsonl(folder / f"{name}.jsonl", rows)
     device = {"gpu": "Test GPU", "multiprocessors": 132, "fp64_fma_peak": PEAK, "command": "x"}
     (folder / "device.json").write_text(json.dumps(device))
     (folder / "verify_device.json").write_text(json.dumps({"gpu": "Test GPU"}))
+    # a later run re-measured Tier 2 of (1,1|0,0) with its bank in shared memory (now faster
+    # than Tier 1) and, as the bank ablation, with the bank forced into global memory
+    later = folder / "later"
+    later.mkdir()
+    cls = QuartetClass(1, 1, 0, 0)
+    rows = [measurement(cls, "tier2-only", "jk", 5e8, 2, bank="shared") | {"bank_request": "auto"}]
+    rows.append(measurement(cls, "tier2-only", "jk", 2e8, 2) | {"bank_request": "global"})
+    _jsonl(later / "measurements.jsonl", rows)
+    (later / "device.json").write_text(json.dumps(device | {"command": "later"}))
     return folder
 
 
 @pytest.fixture
 def results(tmp_path):
-    return gpu_results.load_results(write_records(tmp_path / "records"))
+    return gpu_results.load_results(write_records(tmp_path / "records"), ["later"])
 
 
 def test_throughput_keeps_errors_and_recomputes_the_peak_fraction(results):
@@ -137,12 +152,25 @@ def test_tier_choice_counts_classes_with_both_tiers(results):
     tiers = gpu_results.tier_table(table, gpu_results.model_tiers(plans()))
     assert len(tiers) == len(canonical_classes(1))
     both = tiers[tiers["faster_tier"].notna()]
-    assert list(both["faster_tier"]) == [1 if t <= 2 else 2 for t in both["total"]]
-    assert gpu_results.tier_choice(tiers) == (5, 5)
+    # the re-measured (1,1|0,0) Tier 2 (5e8, shared bank) replaced the campaign's 1e8 and now
+    # beats Tier 1's 3e8; the global-bank ablation is not Tier 2's number
+    assert tiers.set_index("class").loc["(1,1|0,0)", "tier2_qps"] == 5e8
+    expected = [2 if c == "(1,1|0,0)" else (1 if t <= 2 else 2) for c, t in
+                zip(both["class"], both["total"])]  # fmt: skip
+    assert list(both["faster_tier"]) == expected
+    assert gpu_results.tier_choice(tiers) == (4, 5)
     last = tiers.iloc[-1]
     assert last["class"] == "(1,1|1,1)" and "exceeded" in last["tier2_error"]
     peak = gpu_results.tier1_peak_table(table, gpu_results.model_tiers(plans()))
     assert set(peak["class"]) == {str(c) for c in canonical_classes(1) if c.total <= 2}
+
+
+def test_bank_ablation_pairs_shared_with_forced_global(results):
+    table = gpu_results.throughput_table(results.measurements, PEAK)
+    assert (table["source"] == "later").sum() == 2
+    bank = gpu_results.bank_table(table)
+    assert list(bank["class"]) == ["(1,1|0,0)"]
+    assert bank["shared_over_global"].iloc[0] == pytest.approx(2.5)
 
 
 def test_verification_per_class_and_form(results):
@@ -160,14 +188,17 @@ def test_summary_states_goals_and_the_paper(results, tmp_path):
     tiers_by_class = gpu_results.model_tiers(plans())
     ablations = {a: gpu_results.ablation_table(table, QUARTETS, a) for a in gpu_results.ABLATIONS}
     tiers = gpu_results.tier_table(table, tiers_by_class)
+    bank = gpu_results.bank_table(table)
     peak = gpu_results.tier1_peak_table(table, tiers_by_class)
     ver = gpu_results.verification_table(results.verification)
     goals = gpu_summary.Goals(0.9, 0.3, (0, 2))
     text = gpu_summary.summary_markdown(
-        table, ablations, tiers, peak, ver, canonical_classes(1), results.device,
-        results.verify_device, goals,
+        table, ablations, tiers, bank, peak, ver, canonical_classes(1), results, goals,
     )  # fmt: skip
-    assert "5 of 5 classes with both tiers measured (100%; goal 90%): **MET**" in text
+    assert "4 of 5 classes with both tiers measured (80%; goal 90%): **NOT MET**" in text
+    assert "Not the faster one: (1,1|0,0)." in text
+    assert "Re-measured (2 records, replacing the campaign's)" in text and "`later`" in text
+    assert "2.50x-2.50x (median 2.50x) over 1 classes" in text
     # 1e9 FLOP at 4e8 or 3e8 quartets/s per 1e6 quartets is far below 30% of 50 TFLOP/s
     assert "reach 30% of the measured peak" in text and "**NOT MET**" in text
     assert "Tier 1 fails to compile beyond total 12" in text
@@ -183,8 +214,9 @@ def test_report_script_end_to_end(tmp_path):
     records = write_records(tmp_path / "records")
     plans().to_csv(tmp_path / "plans.csv", index=False)
     out = tmp_path / "out"
-    tables = ["throughput", "tiers", "peak", "ablations", "verification"]
+    tables = ["throughput", "tiers", "bank", "peak", "ablations", "verification"]
     args = [sys.executable, str(SCRIPTS / "eri_gpu_report.py"), "--results", str(records)]
+    args += ["--remeasured", "later"]
     args += ["--plans", str(tmp_path / "plans.csv"), "--paper-quartets", *QUARTETS]
     args += ["--lmax", "1", "--tier-choice-goal", "0.9", "--peak-goal", "0.3"]
     args += ["--mid-totals", "1", "2"]

@@ -8,7 +8,7 @@ import pytest
 from fusionrcg import QuartetClass, Tier, plan_class
 from fusionrcg.build.compiler import CompileError, nvcc_cubin, parse_ptxas
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, boys_table
-from fusionrcg.lowering.kernel import lower
+from fusionrcg.lowering.kernel import SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
 from fusionrcg.orchestration.slots import check_slots
 
@@ -66,6 +66,24 @@ def test_tier2_layout_is_consistent():
     assert k.source.count("__attribute__((noinline))") == len(layout.segments) + phase2_functions
     with pytest.raises(ValueError, match="contraction kernel"):
         lower(plan, "cuda", "jk")
+
+
+def test_tier2_slot_bank_placement():
+    plan = plan_class(QuartetClass(2, 1, 1, 1))  # 147 slots: one warp's bank is 37 KB
+    assert plan.tier is Tier.BUFFERED
+    shared = lower(plan, "cuda", "store")
+    assert shared.bank_threads == SHARED_BANK_THREADS
+    assert "extern __shared__ double frcg_bank[];" in shared.source
+    assert "__noinline__" not in shared.source  # one segment, one Phase 2 function: inlined
+    forced = lower(plan, "cuda", "store", bank="global")
+    assert forced.bank_threads == 0 and "frcg_bank" not in forced.source
+    assert lower(plan, "cpp", "store").bank_threads == 0  # the host has no shared memory
+    big = plan_class(QuartetClass(2, 2, 2, 2))  # 1192 slots
+    assert lower(big, "cuda", "store").bank_threads == 0
+    with pytest.raises(ValueError, match="does not fit"):
+        lower(big, "cuda", "store", bank="shared")
+    with pytest.raises(ValueError, match="unknown slot bank"):
+        lower(plan, "cuda", "store", bank="texture")
 
 
 def _relative(layout):

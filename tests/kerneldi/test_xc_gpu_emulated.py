@@ -124,6 +124,17 @@ def test_fp16_tensor_core_error_is_measured(small):
     assert np.abs(v - v0).max() < 1e-1 * np.abs(v0).max()
 
 
+def test_phase_seconds_of_a_recomputing_engine(small):
+    mol, grids, dm = small
+    emu = EmulatedNumInt(ao_cache="never")
+    first = emu.nr_rks(mol, grids, "pbe", dm)
+    phases = emu.phase_seconds(lambda: emu.nr_rks(mol, grids, "pbe", dm))
+    assert set(phases) == {"ao", "density", "potential", "call"}
+    assert sum(v for k, v in phases.items() if k != "call") <= phases["call"]
+    again = emu.nr_rks(mol, grids, "pbe", dm)  # the timers are off again, results unchanged
+    assert again[1] == first[1] and not emu._engine.timer.enabled
+
+
 def test_dense_baseline_on_the_emulated_device(small):
     mol, grids, dm = small
     (n0, e0, v0), (n, e, v), _, _ = compare(mol, grids, dm, "m062x", "rks", engine="dense")

@@ -6,8 +6,15 @@ ERI_GPU_RECORDS = [
     f"{ERI_GPU}/{name}"
     for name in ("measurements.jsonl", "device.json", "verify_gpu.jsonl", "verify_device.json")
 ]
+# later runs that re-measured some kernels: their records replace the campaign's
+ERI_GPU_REMEASURED = config["eri"]["gpu"]["remeasured"]
+ERI_GPU_RECORDS += [
+    f"{ERI_GPU}/{sub}/{name}"
+    for sub in ERI_GPU_REMEASURED
+    for name in ("measurements.jsonl", "device.json")
+]
 ERI_GPU_DIR = f"{RESULTS}/eri/gpu"
-ERI_GPU_TABLES = ["throughput", "ablations", "tiers", "tier1_peak", "verification"]
+ERI_GPU_TABLES = ["throughput", "ablations", "tiers", "tier2_bank", "tier1_peak", "verification"]
 ERI_GPU_FIGURES = ["fig5b_axis.png", "fig6_dsa.png", "fig7_spherical.png", "fig8_tiers.png"]
 ERI_GPU_FILES = [f"{t}.{ext}" for t in ERI_GPU_TABLES for ext in ("csv", "md")]
 ERI_GPU_FILES += ERI_GPU_FIGURES + ["SUMMARY.md"]
@@ -42,16 +49,19 @@ rule eri_gpu_reports:
         quartets=" ".join(PAPER_QUARTETS),
         goals=GPU_CONFIG["goals"],
         mid=" ".join(map(str, GPU_CONFIG["goals"]["mid_totals"])),
+        remeasured=" ".join(ERI_GPU_REMEASURED),
     log:
         f"{RESULTS}/logs/eri/gpu/report.log",
     shell:
         "{PY} {SCRIPTS}/eri_gpu_report.py --results {ERI_GPU} --plans {input.plans}"
+        " --remeasured {params.remeasured}"
         " --paper-quartets {params.quartets} --lmax {config[eri][lmax]}"
         " --tier-choice-goal {params.goals[tier_choice]}"
         " --peak-goal {params.goals[peak_fraction]} --mid-totals {params.mid}"
         " --out-throughput {output.throughput} {output.throughput_md}"
         " --out-ablations {output.ablations} {output.ablations_md}"
         " --out-tiers {output.tiers} {output.tiers_md}"
+        " --out-bank {output.tier2_bank} {output.tier2_bank_md}"
         " --out-peak {output.tier1_peak} {output.tier1_peak_md}"
         " --out-verification {output.verification} {output.verification_md}"
         " --out-figures {output.fig5b} {output.fig6} {output.fig7} {output.fig8}"

@@ -19,6 +19,7 @@ TITLES = {
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--results", required=True, help="folder of the committed GPU records")
+    p.add_argument("--remeasured", nargs="*", default=[], help="subfolders of later runs")
     p.add_argument("--plans", required=True, help="graph plan records (the model's tiers)")
     p.add_argument("--paper-quartets", nargs="+", required=True)
     p.add_argument("--lmax", type=int, required=True)
@@ -27,6 +28,7 @@ def main() -> None:
     p.add_argument("--mid-totals", nargs=2, type=int, required=True)
     p.add_argument("--out-throughput", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-tiers", nargs=2, required=True, metavar=("CSV", "MD"))
+    p.add_argument("--out-bank", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-peak", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-ablations", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-verification", nargs=2, required=True, metavar=("CSV", "MD"))
@@ -34,7 +36,7 @@ def main() -> None:
     p.add_argument("--out-summary", required=True)
     a = p.parse_args()
 
-    results = gpu_results.load_results(a.results)
+    results = gpu_results.load_results(a.results, a.remeasured)
     throughput = gpu_results.throughput_table(results.measurements, results.device["fp64_fma_peak"])
     write_table(throughput, *a.out_throughput)
     tiers_by_class = gpu_results.model_tiers(pd.read_csv(a.plans))
@@ -48,14 +50,16 @@ def main() -> None:
     tiers = gpu_results.tier_table(throughput, tiers_by_class)
     write_table(tiers, *a.out_tiers)
     gpu_figures.tier_figure(tiers, a.out_figures[3])
+    bank = gpu_results.bank_table(throughput)
+    write_table(bank, *a.out_bank)
     peak = gpu_results.tier1_peak_table(throughput, tiers_by_class)
     write_table(peak, *a.out_peak)
     verification = gpu_results.verification_table(results.verification)
     write_table(verification, *a.out_verification)
     goals = gpu_summary.Goals(a.tier_choice_goal, a.peak_goal, tuple(a.mid_totals))
     text = gpu_summary.summary_markdown(
-        throughput, ablations, tiers, peak, verification, canonical_classes(a.lmax),
-        results.device, results.verify_device, goals,
+        throughput, ablations, tiers, bank, peak, verification, canonical_classes(a.lmax),
+        results, goals,
     )  # fmt: skip
     Path(a.out_summary).write_text(text + "\n")
 

@@ -74,6 +74,7 @@ class LibraryKernel:
     epilogue: Epilogue
     output_shape: tuple[int, int, int, int]
     n_slots: int
+    bank_threads: int  # Tier 2 with its slot bank in shared memory: threads per block; 0: global
     program: Phase2Program | None
     flops: Flops
     report: PtxasReport | None
@@ -84,9 +85,9 @@ class LibraryKernel:
         return int(np.prod(self.output_shape))
 
 
-def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_size) -> str:
+def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_size, bank) -> str:
     text = json.dumps(
-        [cls.tag, asdict(v), spherical, epilogue.value, target, arch, segment_size,
+        [cls.tag, asdict(v), spherical, epilogue.value, target, arch, segment_size, bank,
          generator_fingerprint()],
         default=str,
     )  # fmt: skip
@@ -114,6 +115,7 @@ def _load(entry: Path, cached: bool) -> LibraryKernel:
         epilogue=Epilogue(info["epilogue"]),
         output_shape=tuple(info["output_shape"]),
         n_slots=info["n_slots"],
+        bank_threads=info["bank_threads"],
         program=program,
         flops=Flops(**info["flops"]),
         report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
@@ -137,8 +139,10 @@ def get_kernel(
     directory: str | Path | None = None,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     timeout: float | None = None,
+    bank: str = "auto",
 ) -> LibraryKernel:
-    """The kernel of ``cls`` under ``variant``: from the library, or generated and compiled."""
+    """The kernel of ``cls`` under ``variant``: from the library, or generated and compiled.
+    ``bank`` places a Tier 2 kernel's slot bank (``lowering.kernel.shared_bank``)."""
     v = get_variant(variant)
     epi = Epilogue(epilogue)
     if target != "cuda":
@@ -146,7 +150,8 @@ def get_kernel(
     root = kernel_dir(directory)
     index = root / "index"
     index.mkdir(exist_ok=True)
-    entry = index / f"{_request_key(cls, v, spherical, epi, target, arch, segment_size)}.json"
+    key = _request_key(cls, v, spherical, epi, target, arch, segment_size, bank)
+    entry = index / f"{key}.json"
     if entry.exists():
         return _load(entry, cached=True)
 
@@ -159,7 +164,7 @@ def get_kernel(
         ) from exc
     if plan.tier is Tier.BUFFERED:
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
-    kernel = lower(plan, target, epi, segment_size)
+    kernel = lower(plan, target, epi, segment_size, bank)
     stem = root / f"{kernel.name}-{_content_key(kernel.source, target, arch)}"
     cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")
@@ -199,6 +204,7 @@ def get_kernel(
         "epilogue": kernel.epilogue.value,
         "output_shape": list(plan.graph.output_shape),
         "n_slots": kernel.n_slots,
+        "bank_threads": kernel.bank_threads,
         "flops": asdict(plan.flops),
         "ptxas": report.as_dict() if report else None,
     }

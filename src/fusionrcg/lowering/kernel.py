@@ -12,7 +12,8 @@ Boys function) and differ in where values live:
   in registers within a function, in their slots between functions), or, for programs longer
   than ``PHASE2_COMPILED_MAX``, that program executed by the kernel from the buffer; the
   integrals go to the output buffer, from which the runtime's contraction kernel (Kernel 2)
-  builds J and K.
+  builds J and K. On the GPU the slot bank is in shared memory when a warp's bank fits
+  (``SHARED_BANK_MAX_BYTES``), in the global buffer otherwise.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 # on (4,4|4,4) (321,831). Longer programs are interpreted.
 PHASE2_COMPILED_MAX = 40_000
 
+# A Tier 2 kernel keeps its slot bank in shared memory, one lane per thread, when the bank of
+# one warp fits in SHARED_BANK_MAX_BYTES (two warps of 255 registers per SM at most); Kernel 1
+# then runs SHARED_BANK_THREADS threads per block. The per-primitive accumulation into the bank
+# stays on the SM instead of going through L2.
+SHARED_BANK_THREADS = 32
+SHARED_BANK_MAX_BYTES = 96 * 1024
+BANKS = ("auto", "shared", "global")
+
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -59,6 +68,7 @@ class KernelSource:
     n_outputs: int
     n_slots: int  # per quartet in the slot buffer (0 for Tier 1)
     layout: Tier2Layout | None
+    bank_threads: int = 0  # threads per block with the slot bank in shared memory; 0: global
 
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
@@ -222,9 +232,14 @@ def _record_type(plan: ClassPlan, name: str) -> str:
     return f"struct {name}_prim {{ {fields}; double F[{plan.cls.total + 1}]; }};"
 
 
-def _segment_functions(plan: ClassPlan, layout: Tier2Layout, target: Target, name: str) -> str:
+def _segment_functions(
+    plan: ClassPlan, layout: Tier2Layout, target: Target, name: str, inline: bool
+) -> str:
     g = plan.graph.vrr
     target_of = {v: k for k, v in enumerate(g.outputs)}
+    # with ``inline`` a lone segment is inlined: its record fields stay in registers instead
+    # of a stack frame
+    fn = target.inline_fn if inline and len(layout.segments) == 1 else target.noinline_fn
     out = []
     for i, seg in enumerate(layout.segments):
         used = sorted({t.symbol for v in seg.statements for t in g.nodes[v].terms if t.symbol})
@@ -237,18 +252,21 @@ def _segment_functions(plan: ClassPlan, layout: Tier2Layout, target: Target, nam
             if v in target_of:
                 body.append(f"BUF({layout.acc_slot[target_of[v]]}) += v{v};")
         out.append(
-            f"{target.noinline_fn} void {name}_s{i}(const struct {name}_prim* __restrict__ P, "
-            f"double* __restrict__ buf, const long long stride, const int q)\n{{\n    "
+            f"{fn} void {name}_s{i}(const struct {name}_prim* __restrict__ P, "
+            f"double* __restrict__ bank, const long long bank_stride, const int lane)\n{{\n    "
             + "\n    ".join(body)
             + "\n}"
         )
     return "\n\n".join(out)
 
 
-def _phase2_functions(layout: Tier2Layout, target: Target, name: str, size: int) -> str:
-    """Phase 2 as straight-line code, ``size`` program entries per non-inlined function. Within
-    a function values stay in registers; a value goes to its buffer slot only when a later
-    function reads it before the slot is overwritten."""
+def _phase2_functions(
+    layout: Tier2Layout, target: Target, name: str, size: int, inline: bool
+) -> str:
+    """Phase 2 as straight-line code, ``size`` program entries per function (non-inlined
+    unless ``inline`` and one function holds it all). Within a function values stay in
+    registers; a value goes to its buffer slot only when a later function reads it before the
+    slot is overwritten."""
     prog = layout.program
     n = len(prog)
     seg = lambda i: i // size  # noqa: E731
@@ -262,6 +280,7 @@ def _phase2_functions(layout: Tier2Layout, target: Target, name: str, size: int)
             src = int(prog.src[t])
             later_read[src] = max(later_read.get(src, -1), seg(i))
     geometry = ", ".join(f"const double {x}" for x in PHASE2_SYMBOLS[1:])
+    fn = target.inline_fn if inline and n <= size else target.noinline_fn
     out = []
     for first in range(0, n, size):
         local: dict[int, str] = {}
@@ -285,28 +304,46 @@ def _phase2_functions(layout: Tier2Layout, target: Target, name: str, size: int)
             if store[i]:
                 body.append(f"BUF({dst}) = t{i};")
         out.append(
-            f"{target.noinline_fn} void {name}_p{first // size}(double* __restrict__ buf, "
-            f"double* __restrict__ out, const long long stride, const int q, const int n, "
-            f"const int nout, {geometry})\n{{\n    (void)n; (void)nout;\n    "
+            f"{fn} void {name}_p{first // size}(double* __restrict__ bank, "
+            f"double* __restrict__ out, const long long bank_stride, const int lane, const int q, "
+            f"const int n, const int nout, {geometry})\n{{\n    (void)n; (void)nout;\n    "
             + "\n    ".join(body)
             + "\n}"
         )
     return "\n\n".join(out)
 
 
+def _bank_lines(shared: bool) -> list[str]:
+    """Where this thread's lane of the slot bank is (BUF's ``bank``, ``bank_stride``, ``lane``)."""
+    if shared:
+        return [
+            "extern __shared__ double frcg_bank[];",
+            "double* const bank = frcg_bank;",
+            "const long long bank_stride = blockDim.x;",
+            "const int lane = threadIdx.x;",
+        ]
+    return [
+        "double* const bank = buf;",
+        "const long long bank_stride = stride;",
+        "const int lane = q;",
+    ]
+
+
 def _tier2_body(
-    plan: ClassPlan, layout: Tier2Layout, name: str, size: int, compiled: bool
+    plan: ClassPlan, layout: Tier2Layout, name: str, size: int, compiled: bool, shared: bool
 ) -> list[str]:
-    lines = [f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;"]
+    lines = _bank_lines(shared)
+    lines.append(f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;")
     lines.append(f"struct {name}_prim P;")
     lines += _loops_open(plan, record="P")
-    lines += [f"{name}_s{i}(&P, buf, stride, q);" for i in range(len(layout.segments))]
+    lines += [f"{name}_s{i}(&P, bank, bank_stride, lane);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if compiled:
         geometry = ", ".join(PHASE2_SYMBOLS[1:])
         n_fn = -(-len(layout.program) // size)
         return lines + [
-            f"{name}_p{i}(buf, out, stride, q, n, nout, {geometry});" for i in range(n_fn)
+            f"{name}_p{i}(bank, out, bank_stride, lane, q, n, nout, {geometry});"
+            for i in range(n_fn)
         ]
     return lines + [
         "const double sym[7] = {1.0, ABx, ABy, ABz, CDx, CDy, CDz};",
@@ -331,13 +368,29 @@ def _indent(lines: list[str]) -> str:
     return "\n".join(out)
 
 
+def shared_bank(n_slots: int, target: Target, bank: str = "auto") -> bool:
+    """Whether a Tier 2 kernel with ``n_slots`` slots per quartet keeps its bank in shared
+    memory (CUDA only; ``bank`` is "auto", "shared" or "global")."""
+    if bank not in BANKS:
+        raise ValueError(f"unknown slot bank {bank!r}; one of {', '.join(BANKS)}")
+    fits = 8 * n_slots * SHARED_BANK_THREADS <= SHARED_BANK_MAX_BYTES
+    if bank == "shared" and not fits:
+        raise ValueError(
+            f"a bank of {n_slots} slots does not fit in {SHARED_BANK_MAX_BYTES} bytes of shared "
+            f"memory per {SHARED_BANK_THREADS} threads"
+        )
+    return target.name == "cuda" and bank != "global" and fits
+
+
 def lower(
     plan: ClassPlan,
     target: str | Target = "cuda",
     epilogue: str | Epilogue = Epilogue.STORE,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
+    bank: str = "auto",
 ) -> KernelSource:
-    """Source of the kernel for ``plan`` in its tier (forced or chosen by the model)."""
+    """Source of the kernel for ``plan`` in its tier (forced or chosen by the model); ``bank``
+    places Tier 2's slot bank (see ``shared_bank``)."""
     tgt = TARGETS[target] if isinstance(target, str) else target
     epi = Epilogue(epilogue)
     tier = plan.tier
@@ -353,6 +406,7 @@ def lower(
         boys_source(tgt.inline_fn),
     ]
     layout = None
+    bank_threads = 0
     if tier is Tier.REGISTER:
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
@@ -360,15 +414,19 @@ def lower(
         n_slots = 0
     else:
         layout = tier2_layout(plan, segment_size)
+        shared = shared_bank(layout.n_slots, tgt, bank)
         parts.append(_record_type(plan, name))
-        parts.append(_segment_functions(plan, layout, tgt, name))
+        # inlining single functions pays with the bank in shared memory; with the global bank
+        # the compiler keeps every slot's address in a register and spills (ptxas, sm_90)
+        parts.append(_segment_functions(plan, layout, tgt, name, inline=shared))
         compiled = len(layout.program) <= PHASE2_COMPILED_MAX
         if compiled:
-            parts.append(_phase2_functions(layout, tgt, name, segment_size))
-        body = _tier2_body(plan, layout, name, segment_size, compiled)
+            parts.append(_phase2_functions(layout, tgt, name, segment_size, inline=shared))
+        body = _tier2_body(plan, layout, name, segment_size, compiled, shared)
         n_slots = layout.n_slots
+        bank_threads = SHARED_BANK_THREADS if shared else 0
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
     parts.append(f"{tgt.kernel} {name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
     source = "\n".join(p for p in parts if p)
-    return KernelSource(name, tgt.name, tier, epi, source, n_out, n_slots, layout)
+    return KernelSource(name, tgt.name, tier, epi, source, n_out, n_slots, layout, bank_threads)

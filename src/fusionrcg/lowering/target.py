@@ -19,14 +19,14 @@ class Target:
     kernel: str
     quartet_begin: str
     quartet_end: str
-    buffer_index: str  # BUF(s): slot s of quartet q
+    buffer_index: str  # BUF(s): slot s of this thread's lane of the slot bank
     output_index: str  # OUT(k): output element k of quartet q
     atomic_add: str  # ATOMIC(x, v)
 
     def prelude(self) -> str:
         return "\n".join(
             [
-                f"#define BUF(s) buf[{self.buffer_index}]",
+                f"#define BUF(s) bank[{self.buffer_index}]",
                 f"#define OUT(k) out[{self.output_index}]",
                 f"#define ATOMIC(x, v) {self.atomic_add}",
                 "#define DM(i, j) dm[(size_t)(i) * nao + (j)]",
@@ -41,8 +41,9 @@ CUDA = Target(
     kernel='extern "C" __global__ void',
     quartet_begin="const int q = blockIdx.x * blockDim.x + threadIdx.x;\nif (q >= n) return;\n{",
     quartet_end="}",
-    # interleaved: consecutive threads touch consecutive addresses (coalesced)
-    buffer_index="(size_t)(s) * stride + q",
+    # interleaved: consecutive threads touch consecutive addresses (coalesced, and free of
+    # bank conflicts when the slot bank is in shared memory)
+    buffer_index="(size_t)(s) * bank_stride + lane",
     output_index="(size_t)(k) * n + q",
     atomic_add="atomicAdd(&(x), (v))",
 )
@@ -55,7 +56,7 @@ CPP = Target(
     quartet_begin="for (int q = 0; q < n; ++q) {",
     quartet_end="}",
     # one quartet's slots are contiguous on the CPU (cache locality)
-    buffer_index="(size_t)q * stride + (s)",
+    buffer_index="(size_t)lane * bank_stride + (s)",
     output_index="(size_t)q * nout + (k)",
     atomic_add="((x) += (v))",
 )

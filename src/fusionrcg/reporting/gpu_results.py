@@ -4,7 +4,9 @@ against Tier 2-only, the tier the model picks against the faster one, the fracti
 peak reached in Tier 1, and verification against PySCF per class and output form.
 
 A measurement record carries either numbers or an ``error`` (a kernel that did not compile or
-launch); such records stay in the tables as missing values with their reason.
+launch); such records stay in the tables as missing values with their reason. Later runs that
+re-measure some kernels (subfolders with their own ``measurements.jsonl`` and ``device.json``)
+replace the campaign's record of the same class, variant, epilogue and slot-bank request.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
     "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
     "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
-    "error",
+    "bank", "bank_request", "source", "error",
 )  # fmt: skip
 # the ablations of the paper's Figs. 5(b), 6 and 7: the variant each one sets against full
 ABLATIONS = {"axis": "no-axis", "dsa": "no-dsa", "spherical": "no-spherical"}
@@ -32,23 +34,43 @@ FORMS = ("spherical", "cartesian")
 
 @dataclass(frozen=True)
 class GpuResults:
-    measurements: pd.DataFrame  # one row per measurement record
+    measurements: pd.DataFrame  # one row per measurement record (the latest of each kind)
     device: dict  # device.json of the benchmark run (holds the measured FP64 peak)
     verification: pd.DataFrame  # one row per class, molecule, basis and form
     verify_device: dict
+    remeasured: dict[str, dict]  # device.json of each re-measurement run, by subfolder
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def load_results(folder: str | Path) -> GpuResults:
+def _measurement_key(record: pd.Series) -> tuple:
+    bank = record.get("bank_request")
+    return (str(_class_of(record)), record["variant"], record["epilogue"],
+            bank if isinstance(bank, str) else "auto")  # fmt: skip
+
+
+def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResults:
+    """The campaign's records in ``folder``; the records of the subfolders ``remeasured``
+    (in order, later ones winning) replace those of the same measurement."""
     folder = Path(folder)
+    frames = [pd.DataFrame(read_jsonl(folder / "measurements.jsonl")).assign(source="campaign")]
+    devices = {}
+    for sub in remeasured:
+        frames.append(
+            pd.DataFrame(read_jsonl(folder / sub / "measurements.jsonl")).assign(source=sub)
+        )
+        devices[sub] = json.loads((folder / sub / "device.json").read_text())
+    merged = pd.concat(frames, ignore_index=True)
+    keys = merged.apply(_measurement_key, axis=1)
+    merged = merged[~keys.duplicated(keep="last")].reset_index(drop=True)
     return GpuResults(
-        measurements=pd.DataFrame(read_jsonl(folder / "measurements.jsonl")),
+        measurements=merged,
         device=json.loads((folder / "device.json").read_text()),
         verification=pd.DataFrame(read_jsonl(folder / "verify_gpu.jsonl")),
         verify_device=json.loads((folder / "verify_device.json").read_text()),
+        remeasured=devices,
     )
 
 
@@ -71,6 +93,7 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
     df["class"] = classes.map(str)
     df["total"] = classes.map(lambda c: c.total)
     df["fraction_of_peak"] = df["flop_rate"] / peak
+    df["bank_request"] = df["bank_request"].where(df["bank_request"].notna(), "auto")
     df["error"] = df["error"].where(df["error"].notna(), None)
     return df[list(THROUGHPUT_COLUMNS)].reset_index(drop=True)
 
@@ -124,9 +147,10 @@ def model_tiers(plans: pd.DataFrame) -> pd.Series:
 
 
 def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
-    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput, the
-    faster tier (where both ran) and the model's tier."""
-    jk = throughput[throughput["epilogue"] == "jk"]
+    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput (the
+    generator's own slot-bank placement), the faster tier (where both ran) and the model's
+    tier."""
+    jk = throughput[(throughput["epilogue"] == "jk") & (throughput["bank_request"] == "auto")]
     rows = []
     for cls, measured in jk.groupby("class", sort=False):
         t1, t1_err, _ = _rate(measured, "tier1-only", "jk")
@@ -149,6 +173,26 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
             }
         )
     table = pd.DataFrame(rows)
+    return table.sort_values(["total", "class"], kind="stable").reset_index(drop=True)
+
+
+def bank_table(throughput: pd.DataFrame) -> pd.DataFrame:
+    """Tier 2 (J/K epilogue) with its slot bank in shared memory, as the generator places it,
+    against the same kernel with the bank forced into global memory."""
+    t2 = throughput[(throughput["variant"] == "tier2-only") & (throughput["epilogue"] == "jk")]
+    t2 = t2[t2["error"].isna()]
+    shared = t2[(t2["bank_request"] == "auto") & (t2["bank"] == "shared")]
+    forced = t2[t2["bank_request"] == "global"]
+    cols = ["class", "quartets_per_second", "slots_per_quartet", "spill_store_bytes"]
+    table = shared[["total", *cols]].merge(
+        forced[cols], on="class", suffixes=("_shared", "_global")
+    )
+    table = table.drop(columns="slots_per_quartet_global").rename(
+        columns={"slots_per_quartet_shared": "slots_per_quartet"}
+    )
+    table["shared_over_global"] = (
+        table["quartets_per_second_shared"] / table["quartets_per_second_global"]
+    )
     return table.sort_values(["total", "class"], kind="stable").reset_index(drop=True)
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 from qcbench.tables import to_markdown
 
 from ..angmom import QuartetClass
-from .gpu_results import ABLATIONS, tier_choice, unverified_classes
+from .gpu_results import ABLATIONS, GpuResults, tier_choice, unverified_classes
 
 PAPER_PLATFORM = "A100-80GB (sm_80, CUDA 12.4)"
 # Fig. 7's bar labels; the paper's text does not say which belongs to which quartet
@@ -146,21 +146,40 @@ def errors_table(throughput: pd.DataFrame) -> str:
     return _md(bad[cols].assign(error=bad["error"].str.replace("\n", " ")))
 
 
+def bank_section(bank: pd.DataFrame) -> str:
+    if bank.empty:
+        return "No Tier 2 kernel measured with both slot-bank placements."
+    ratio = bank["shared_over_global"]
+    return (
+        f"Shared-memory bank against the same kernel with the bank in global memory: "
+        f"{_range(ratio)} (median {ratio.median():.2f}x) over {len(bank)} classes.\n\n" + _md(bank)
+    )
+
+
 def summary_markdown(
     throughput: pd.DataFrame,
     ablations: dict[str, pd.DataFrame],
     tiers: pd.DataFrame,
+    bank: pd.DataFrame,
     peak: pd.DataFrame,
     verification: pd.DataFrame,
     classes: Sequence[QuartetClass],
-    device: dict,
-    verify_device: dict,
+    results: GpuResults,
     goals: Goals,
 ) -> str:
+    device = results.device
+    counts = throughput["source"].value_counts()
+    runs = [f"Benchmarks ({counts.get('campaign', 0)} records): "
+            f"{_device(device, device.get('fp64_fma_peak'))}"]  # fmt: skip
+    runs += [
+        f"Re-measured ({counts.get(sub, 0)} records, replacing the campaign's): "
+        f"{_device(info, info.get('fp64_fma_peak'))}"
+        for sub, info in results.remeasured.items()
+    ]
     sections = [
         "# ERI kernels on the GPU",
-        f"Benchmarks: {_device(device, device.get('fp64_fma_peak'))}",
-        f"Verification: {_device(verify_device)}",
+        *runs,
+        f"Verification: {_device(results.verify_device)}",
         "Throughput counts contracted shell quartets (one contraction column per shell) per "
         "second: the median of timed launches after a warm-up, CUDA events, cc-pVDZ/TZ/QZ "
         "primitives by the highest l of the class. FLOP/s is the graph's FLOP count of the "
@@ -179,6 +198,8 @@ def summary_markdown(
     sections += [
         "## Fig. 8: Tier 1-only against Tier 2-only (J/K epilogue)",
         _md(tiers) if len(tiers) else "No J/K measurements.",
+        "## Tier 2 slot bank: shared memory against global memory (J/K epilogue)",
+        bank_section(bank),
         "## Fraction of the FP64 peak per model Tier 1 class (best Tier 1 measurement)",
         _md(peak) if len(peak) else "No Tier 1 measurements.",
         "## Verification worst cases",

@@ -131,6 +131,11 @@ def _jk_transform():
     )
 
 
+def _global_slots(kernel: LibraryKernel) -> int:
+    """Slots per quartet in global memory (none when the bank is in shared memory)."""
+    return 0 if kernel.bank_threads else kernel.n_slots
+
+
 @dataclass
 class DeviceBasis:
     xyz: object
@@ -147,11 +152,13 @@ class Launch:
 
     fn: object
     grid: int
+    threads: int
+    shared_mem: int
     args: tuple
     out: object  # (n_outputs, n) device array
 
     def __call__(self) -> None:
-        self.fn((self.grid,), (THREADS,), self.args)
+        self.fn((self.grid,), (self.threads,), self.args, shared_mem=self.shared_mem)
 
 
 class GpuExecutor:
@@ -181,8 +188,13 @@ class GpuExecutor:
             )  # fmt: skip
         return self._bases[key]
 
-    def kernel(self, cls: QuartetClass, variant: Variant, spherical: bool, epilogue=Epilogue.STORE):
-        return get_kernel(cls, variant, spherical, epilogue, "cuda", self.arch, self.kernel_dir)
+    def kernel(
+        self, cls: QuartetClass, variant: Variant, spherical: bool, epilogue=Epilogue.STORE,
+        bank: str = "auto",
+    ):  # fmt: skip
+        return get_kernel(
+            cls, variant, spherical, epilogue, "cuda", self.arch, self.kernel_dir, bank=bank
+        )
 
     def prepare(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis, scales=None,
                 dm=None, vj=None, vk=None) -> Launch:  # fmt: skip
@@ -193,23 +205,28 @@ class GpuExecutor:
         q = cp.asarray(np.ascontiguousarray(quartets, dtype=np.int32))
         sc = cp.asarray(np.ones(n) if scales is None else np.asarray(scales, dtype=float))
         out = cp.empty((kernel.n_outputs, n))
-        buf = cp.empty(max(1, kernel.n_slots * n))
+        threads, smem = THREADS, 0
+        if kernel.bank_threads:  # the slot bank is in shared memory
+            threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
+        buf = cp.empty(1 if smem else max(1, kernel.n_slots * n))
         *prog, p2_len = _program(kernel)
         prog = [cp.asarray(a) for a in prog]
         dmd = cp.asarray(dm) if dm is not None else cp.zeros(1)
         vj = vj if vj is not None else cp.zeros(1)
         vk = vk if vk is not None else cp.zeros(1)
         fn = _function(kernel.binary, kernel.name)
+        if smem > fn.max_dynamic_shared_size_bytes:
+            fn.max_dynamic_shared_size_bytes = smem
         args = (
             np.int32(n), q, sc, dev.xyz, dev.prim, dev.ao, dev.exponents, dev.coefficients,
             self._table, out, buf, np.int64(n), *prog, np.int32(p2_len), np.int32(dev.nao),
             dmd, vj, vk,
         )  # fmt: skip
-        return Launch(fn, (n + THREADS - 1) // THREADS, args, out)
+        return Launch(fn, (n + threads - 1) // threads, threads, smem, args, out)
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         parts = []
-        for lo, hi in _batches(len(quartets), kernel.n_slots):
+        for lo, hi in _batches(len(quartets), _global_slots(kernel)):
             launch = self.prepare(kernel, quartets[lo:hi], basis)
             launch()
             parts.append(self.cp.asnumpy(launch.out).T)
@@ -253,7 +270,7 @@ class GpuExecutor:
         if kernel.tier is Tier.REGISTER:
             self.prepare(kernel, quartets, basis, scales, dmd, vj, vk)()
         else:
-            for lo, hi in _batches(len(quartets), kernel.n_slots):
+            for lo, hi in _batches(len(quartets), _global_slots(kernel)):
                 launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
                 launch()
                 self.contraction(kernel.output_shape, launch, dmd, vj, vk)()

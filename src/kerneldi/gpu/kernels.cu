@@ -135,58 +135,81 @@ struct Tile<D, 0> {
       for (int m = 0; m < PT; ++m) c[m] = fma(A[(r0 + m * RS) * lda + k], b, c[m]);
     }
   }
-  __device__ __forceinline__ void store(double* C, int ldc, float*) const {
+  __device__ __forceinline__ void store(double* C, int ldc, void*) const {
     const int j = threadIdx.x % D, r0 = threadIdx.x / D;
 #pragma unroll
     for (int m = 0; m < PT; ++m) C[(r0 + m * RS) * ldc + j] = c[m];
   }
 };
 
-// FP64 tensor cores (DMMA m8n8k4): warp w owns the 8x8 tiles (w / 2, 2 (w % 2) + {0, 1}).
+// FP64 tensor cores (DMMA m8n8k4): warp w owns the 16x16 quadrant w % 4 of the output over
+// the half w / 4 of the inner dimension, as 2 x 2 fragments (each operand fragment feeds two
+// products); the halves are summed at store through a 32 x 32 double scratch.
+template <bool TRANSPOSED>
+struct BLayout {
+  typedef nvcuda::wmma::row_major type;
+};
+template <>
+struct BLayout<true> {
+  typedef nvcuda::wmma::col_major type;
+};
+
 template <>
 struct Tile<32, 1> {
-  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> c[2];
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> c[2][2];
+  static __device__ __forceinline__ int row0() { return 16 * (((threadIdx.x >> 5) & 3) >> 1); }
+  static __device__ __forceinline__ int col0() { return 16 * ((threadIdx.x >> 5) & 1); }
+  static __device__ __forceinline__ int k0() { return 16 * (threadIdx.x >> 7); }
   __device__ __forceinline__ void zero() {
-    nvcuda::wmma::fill_fragment(c[0], 0.0);
-    nvcuda::wmma::fill_fragment(c[1], 0.0);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) nvcuda::wmma::fill_fragment(c[i][j], 0.0);
+  }
+  template <bool BT>
+  __device__ __forceinline__ void product(const double* A, int lda, const double* B, int ldb) {
+    using namespace nvcuda::wmma;
+    typedef typename BLayout<BT>::type LayoutB;
+    const int r0 = row0(), c0 = col0(), kb = k0();
+#pragma unroll
+    for (int k = kb; k < kb + 16; k += 4) {
+      fragment<matrix_a, 8, 8, 4, double, row_major> a[2];
+      fragment<matrix_b, 8, 8, 4, double, LayoutB> b[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) load_matrix_sync(a[i], A + (r0 + 8 * i) * lda + k, lda);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int n = c0 + 8 * j;
+        // B^T (nt) is read as a column-major K x N operand straight from B's rows
+        load_matrix_sync(b[j], BT ? B + n * ldb + k : B + k * ldb + n, ldb);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) mma_sync(c[i][j], a[i], b[j], c[i][j]);
+    }
   }
   __device__ __forceinline__ void nn(const double* A, int lda, const double* B, int ldb) {
-    using namespace nvcuda::wmma;
-    const int w = threadIdx.x >> 5, rt = w >> 1, ct = (w & 1) * 2;
-#pragma unroll
-    for (int k = 0; k < 32; k += 4) {
-      fragment<matrix_a, 8, 8, 4, double, row_major> a;
-      load_matrix_sync(a, A + rt * 8 * lda + k, lda);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        fragment<matrix_b, 8, 8, 4, double, row_major> b;
-        load_matrix_sync(b, B + k * ldb + (ct + j) * 8, ldb);
-        mma_sync(c[j], a, b, c[j]);
-      }
-    }
+    product<false>(A, lda, B, ldb);
   }
   __device__ __forceinline__ void nt(const double* A, int lda, const double* B, int ldb) {
-    using namespace nvcuda::wmma;
-    const int w = threadIdx.x >> 5, rt = w >> 1, ct = (w & 1) * 2;
-#pragma unroll
-    for (int k = 0; k < 32; k += 4) {
-      fragment<matrix_a, 8, 8, 4, double, row_major> a;
-      load_matrix_sync(a, A + rt * 8 * lda + k, lda);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        // B^T read as a column-major K x N operand straight from B's rows
-        fragment<matrix_b, 8, 8, 4, double, col_major> b;
-        load_matrix_sync(b, B + (ct + j) * 8 * ldb + k, ldb);
-        mma_sync(c[j], a, b, c[j]);
-      }
-    }
+    product<true>(A, lda, B, ldb);
   }
-  __device__ __forceinline__ void store(double* C, int ldc, float*) const {
-    const int w = threadIdx.x >> 5, rt = w >> 1, ct = (w & 1) * 2;
+  // every thread of the block must call it (it synchronizes)
+  __device__ __forceinline__ void store(double* C, int ldc, void* scratch) const {
+    double* S = static_cast<double*>(scratch);
+    const bool upper = threadIdx.x >= 128;  // the second half of the inner dimension
+    double* dst = upper ? S : C;
+    const int ld = upper ? 32 : ldc, r0 = row0(), c0 = col0();
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
-      nvcuda::wmma::store_matrix_sync(C + rt * 8 * ldc + (ct + j) * 8, c[j], ldc,
-                                      nvcuda::wmma::mem_row_major);
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        nvcuda::wmma::store_matrix_sync(dst + (r0 + 8 * i) * ld + c0 + 8 * j, c[i][j], ld,
+                                        nvcuda::wmma::mem_row_major);
+    __syncthreads();
+    for (int e = threadIdx.x; e < 1024; e += NT) C[(e / 32) * ldc + e % 32] += S[e];
+    __syncthreads();  // the scratch is reused by the next store
   }
 };
 
@@ -215,7 +238,8 @@ struct Tile<32, 2> {
     mma_sync(c, a, b, c);
   }
   // every thread of the block must call it (it synchronizes)
-  __device__ __forceinline__ void store(double* C, int ldc, float* scratch) const {
+  __device__ __forceinline__ void store(double* C, int ldc, void* scratch_bytes) const {
+    float* scratch = static_cast<float*>(scratch_bytes);
     const int w = threadIdx.x >> 5, row = 16 * ((w & 3) >> 1), col = 16 * (w & 1), half = w >> 2;
     nvcuda::wmma::store_matrix_sync(scratch + half * 1024 + row * 32 + col, c, 32,
                                     nvcuda::wmma::mem_row_major);
@@ -229,8 +253,12 @@ struct Tile<32, 2> {
 template <int D, int MMA>
 struct Smem {
   typedef typename Elem<MMA>::type E;
-  // padded rows for the CUDA-core nt product (B is read down its columns); WMMA wants ld = D
-  static constexpr int LDS = MMA == 0 ? D + 1 : D;
+  // row pitch of the nt operands: padded for the CUDA-core product (B is read down its
+  // columns) and for the FP64 tensor cores, whose fragments (8 rows of 4 doubles, 4 rows of 8)
+  // hit every shared-memory bank equally at a pitch of D + 4 doubles (D = 32); the nn
+  // operands (kd_density) are read along rows by the CUDA cores and need no padding
+  static constexpr int LDS = MMA == 0 ? D + 1 : (MMA == 1 ? D + 4 : D);
+  static constexpr int LDN = MMA == 1 ? D + 4 : D;
 };
 
 }  // namespace kd
@@ -238,9 +266,9 @@ struct Smem {
 using namespace kd;
 
 // Shared memory of kd_density: [D tile | right tiles, later R tiles and the final reduction |
-// FP16 scratch]. The host computes the same size (gpu/kernels.py).
+// tensor-core scratch]. The host computes the same size (gpu/kernels.py).
 template <int XC, int D, int MMA>
-__global__ void __launch_bounds__(NT)
+__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
     kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                const int* __restrict__ row_idx, const double* __restrict__ phimax,
                const double* __restrict__ dtiles, const double* __restrict__ dmax, const int nbb,
@@ -251,15 +279,15 @@ __global__ void __launch_bounds__(NT)
   typedef Smem<D, MMA> S;
   typedef typename S::E E;
   typedef Elem<MMA> C;
-  constexpr int DD = D * D;
+  constexpr int DD = D * D, LDN = S::LDN, DL = D * LDN;
   constexpr int RS = NT / D, PT = DD / NT;
   KD_DYNAMIC_SMEM(smem);
   E* sA = reinterpret_cast<E*>(smem);
-  unsigned char* region = smem + align128(DD * (int)sizeof(E));
+  unsigned char* region = smem + align128(DL * (int)sizeof(E));
   E* sB = reinterpret_cast<E*>(region);
   double* sR = reinterpret_cast<double*>(region);
-  constexpr int RB = X::NRIGHT * DD * 8 > X::NRHO * NT * 8 ? X::NRIGHT * DD * 8 : X::NRHO * NT * 8;
-  float* scratch = reinterpret_cast<float*>(region + align128(RB));
+  constexpr int RB = X::NRIGHT * DL * 8 > X::NRHO * NT * 8 ? X::NRIGHT * DL * 8 : X::NRHO * NT * 8;
+  void* scratch = region + align128(RB);
   __shared__ int list[NT];
   __shared__ int warp_counts[NWARP];
 
@@ -294,13 +322,13 @@ __global__ void __launch_bounds__(NT)
         const int bb = list[m];
         const int q = row_idx[start + bb];
         const double twice = (X::SYM && bb != a) ? 2.0 : 1.0;
-        stage<D, E, C>(sA, D, dtiles + ((size_t)p * nbb + q) * DD, twice);
+        stage<D, E, C>(sA, LDN, dtiles + ((size_t)p * nbb + q) * DD, twice);
         const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
 #pragma unroll
-        for (int c = 0; c < X::NRIGHT; ++c) stage<D, E, C>(sB + c * DD, D, right + c * DD, 1.0);
+        for (int c = 0; c < X::NRIGHT; ++c) stage<D, E, C>(sB + c * DL, LDN, right + c * DD, 1.0);
         __syncthreads();
 #pragma unroll
-        for (int c = 0; c < X::NRIGHT; ++c) t[c].nn(sA, D, sB + c * DD, D);
+        for (int c = 0; c < X::NRIGHT; ++c) t[c].nn(sA, LDN, sB + c * DL, LDN);
         __syncthreads();
         executed += (X::SYM && bb != a) ? 2 : 1;
       }
@@ -351,9 +379,9 @@ __global__ void __launch_bounds__(NT)
 }
 
 // Shared memory of kd_potential: [left tile | right tile] (reused for the output tile) and the
-// FP16 scratch. The host computes the same size (gpu/kernels.py).
+// tensor-core scratch. The host computes the same size (gpu/kernels.py).
 template <int XC, int D, int MMA>
-__global__ void __launch_bounds__(NT)
+__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
     kd_potential(const double* __restrict__ phi, const int ncs, const double* __restrict__ aow,
                  const double* __restrict__ amax, const int* __restrict__ row_ptr,
                  const int* __restrict__ col_idx, const int* __restrict__ row_blk,
@@ -372,7 +400,7 @@ __global__ void __launch_bounds__(NT)
   E* sR = reinterpret_cast<E*>(smem + align128(D * LDS * (int)sizeof(E)));
   double* sC = reinterpret_cast<double*>(smem);
   constexpr int TWO = 2 * align128(D * LDS * (int)sizeof(E));
-  float* scratch = reinterpret_cast<float*>(smem + (TWO > DD * 8 ? TWO : align128(DD * 8)));
+  void* scratch = smem + (TWO > DD * 8 ? TWO : align128(DD * 8));
   __shared__ int list_a[NT];
   __shared__ int list_b[NT];
   __shared__ int warp_counts[NWARP];

@@ -34,18 +34,20 @@ def check_supported(block_size: int, mma: str) -> None:
 def density_smem(xc: int, d: int, mma: int) -> int:
     """Bytes of dynamic shared memory of kd_density (mirrors the layout in the source)."""
     esz = 2 if mma == 2 else 8
+    ldn = d + 4 if mma == 1 else d
     nright, nrho = (4 if xc == 2 else 1), (1, 4, 5)[xc]
-    region = max(nright * d * d * 8, nrho * NT * 8)
-    return _align(d * d * esz) + _align(region) + (_align(2 * d * d * 4) if mma == 2 else 0)
+    region = max(nright * d * ldn * 8, nrho * NT * 8)
+    # the tensor-core modes sum partial tiles in a scratch of d x d doubles (or 2 of floats)
+    return _align(d * ldn * esz) + _align(region) + (_align(d * d * 8) if mma else 0)
 
 
 def potential_smem(d: int, mma: int) -> int:
     """Bytes of dynamic shared memory of kd_potential (mirrors the layout in the source)."""
     esz = 2 if mma == 2 else 8
-    lds = d + 1 if mma == 0 else d
+    lds = (d + 1, d + 4, d)[mma]
     two = 2 * _align(d * lds * esz)
     base = two if two > d * d * 8 else _align(d * d * 8)
-    return base + (_align(2 * d * d * 4) if mma == 2 else 0)
+    return base + (_align(d * d * 8) if mma else 0)
 
 
 def names(d: int, mma: int) -> list[str]:
