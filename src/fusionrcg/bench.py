@@ -15,6 +15,7 @@ from .angmom import QuartetClass
 from .lowering.target import Epilogue
 from .orchestration.plan import Flops
 from .runtime.basis import SegmentedBasis
+from .runtime.gpu import kernel2_form
 from .variants import Tier, get_variant
 
 TARGET_FLOPS_PER_LAUNCH = 4e11  # about 20-40 ms of FP64 work per launch
@@ -57,6 +58,7 @@ class Measurement:
     stack_bytes: int
     slots_per_quartet: int
     bank: str  # where a Tier 2 slot bank is: "shared", "global" ("" for Tier 1)
+    kernel2: str  # Tier 2 with the J/K epilogue: the Kernel 2 form ("block", "thread"), else ""
 
     def row(self) -> dict:
         return asdict(self)
@@ -116,6 +118,7 @@ def measure(
     seed: int = 0,
     dm=None,
     bank: str = "auto",
+    kernel2: str = "auto",
 ) -> Measurement:
     cp = executor.cp
     kernel = executor.kernel(cls, get_variant(variant), basis.spherical, epilogue, bank)
@@ -126,6 +129,7 @@ def measure(
         n = min(n, max(256, (4 << 30) // (8 * kernel.n_slots)))
     quartets = sample_quartets(basis, cls, n, seed)
     flops, mean_prims = quartet_flops(kernel.flops, basis, quartets)
+    form = ""
     if epilogue is Epilogue.JK:
         nao = basis.nao
         vj, vk = cp.zeros((nao, nao)), cp.zeros((nao, nao))
@@ -133,11 +137,12 @@ def measure(
         if kernel.tier is Tier.REGISTER:
             run = launch
         else:
-            kernel2 = executor.contraction(kernel.output_shape, launch, dm, vj, vk)
+            form = kernel2_form(kernel.output_shape, kernel2)
+            contract = executor.contraction(kernel.output_shape, launch, dm, vj, vk, form)
 
             def run() -> None:
                 launch()
-                kernel2()
+                contract()
     else:
         run = executor.prepare(kernel, quartets, basis)
     seconds, fastest = event_median(cp, run)
@@ -151,4 +156,5 @@ def measure(
         spill_store_bytes=r.spill_store_bytes, spill_load_bytes=r.spill_load_bytes,
         stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
         bank="" if not kernel.n_slots else ("shared" if kernel.bank_threads else "global"),
+        kernel2=form,
     )  # fmt: skip

@@ -39,8 +39,9 @@ def _shared_bank(cls: QuartetClass) -> bool:
 
 def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dict]:
     """Ablations on the paper's quartets (every variant, store), and both tiers with the J/K
-    epilogue on every class up to ``tier_max_total`` (the tier comparison), plus Tier 2 with
-    its slot bank forced to global memory where it would be in shared memory (bank ablation)."""
+    epilogue on every class up to ``tier_max_total`` (the tier comparison) with both forms of
+    Tier 2's Kernel 2, plus Tier 2 with its slot bank forced to global memory where it would be
+    in shared memory (bank ablation)."""
     plan = []
     for text in paper_quartets:
         cls = QuartetClass.parse(text).canonical()
@@ -48,8 +49,11 @@ def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dic
             plan.append({"class": cls.tag, "variant": variant, "epilogue": "store"})
     for cls in canonical_classes():
         if cls.total <= tier_max_total:
-            for variant in ("tier1-only", "tier2-only"):
-                plan.append({"class": cls.tag, "variant": variant, "epilogue": "jk"})
+            plan.append({"class": cls.tag, "variant": "tier1-only", "epilogue": "jk"})
+            for form in ("block", "thread"):
+                plan.append(
+                    {"class": cls.tag, "variant": "tier2-only", "epilogue": "jk", "kernel2": form}
+                )
             if _shared_bank(cls):
                 plan.append(
                     {"class": cls.tag, "variant": "tier2-only", "epilogue": "jk", "bank": "global"}
@@ -110,10 +114,10 @@ def bench(args) -> int:
             a = rng.standard_normal((basis.nao, basis.nao)) * 0.01
             dms[name] = cp.asarray(a + a.T)
         try:
-            bank = item.get("bank", "auto")
+            bank, form = item.get("bank", "auto"), item.get("kernel2", "auto")
             m = B.measure(ex, cls, item["variant"], basis, name, Epilogue(item["epilogue"]),
-                          peak, dm=dms[name], bank=bank)  # fmt: skip
-            _jsonl(results, m.row() | {"bank_request": bank})
+                          peak, dm=dms[name], bank=bank, kernel2=form)  # fmt: skip
+            _jsonl(results, m.row() | {"bank_request": bank, "kernel2_request": form})
             rate = f"{m.quartets_per_second:10.3e} q/s {m.fraction_of_peak:6.1%}"
             print(f"{m.cls:10s} {m.variant:12s} {m.epilogue:5s} T{m.tier} {rate}", flush=True)
         except Exception as exc:  # record and go on: one failing kernel must not stop the run

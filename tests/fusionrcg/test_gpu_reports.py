@@ -15,6 +15,7 @@ from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.bench import Measurement
 from fusionrcg.reporting import gpu_results, gpu_summary
 from fusionrcg.reporting.gpu_figures import ablation_figure, tier_figure
+from fusionrcg.runtime import gpu as gpu_runtime
 from fusionrcg.verify import ClassErrors
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
@@ -25,18 +26,28 @@ RATES = {"full": 4e8, "no-axis": 2e8, "no-dsa": 1e8, "no-spherical": 3.2e8}
 
 
 def measurement(
-    cls: QuartetClass, variant: str, epilogue: str, qps: float, tier: int, bank: str = "global"
+    cls: QuartetClass,
+    variant: str,
+    epilogue: str,
+    qps: float,
+    tier: int,
+    bank: str = "global",
+    kernel2: str = "",
 ) -> dict:
     flops = 1e9
     seconds = 1e6 / qps
-    return Measurement(
+    row = Measurement(
         cls=str(cls), total=cls.total, variant=variant, tier=tier, epilogue=epilogue,
         basis="cc-pvdz", n_quartets=1_000_000, seconds_median=seconds, seconds_min=seconds,
         quartets_per_second=qps, flops=flops, flop_rate=flops / seconds,
         fraction_of_peak=flops / seconds / PEAK, mean_primitive_quartets=81.0,
         registers=128 if tier == 1 else 255, spill_store_bytes=0, spill_load_bytes=0,
         stack_bytes=0, slots_per_quartet=0 if tier == 1 else 90, bank="" if tier == 1 else bank,
+        kernel2=kernel2,
     ).row()  # fmt: skip
+    if tier == 2 and not kernel2:  # the first campaign's records had neither field
+        del row["bank"], row["kernel2"]
+    return row
 
 
 def measurements() -> list[dict]:
@@ -110,13 +121,21 @@ def write_records(folder: Path, fail: str | None = None) -> Path:
     device = {"gpu": "Test GPU", "multiprocessors": 132, "fp64_fma_peak": PEAK, "command": "x"}
     (folder / "device.json").write_text(json.dumps(device))
     (folder / "verify_device.json").write_text(json.dumps({"gpu": "Test GPU"}))
-    # a later run re-measured Tier 2 of (1,1|0,0) with its bank in shared memory (now faster
-    # than Tier 1) and, as the bank ablation, with the bank forced into global memory
+    # a later run re-measured Tier 2 of (1,1|0,0) (9 integrals: the runtime's Kernel 2 is a
+    # thread per quartet) with its bank in shared memory, both Kernel 2 forms (the thread form
+    # now beats Tier 1), and with the bank forced into global memory
     later = folder / "later"
     later.mkdir()
     cls = QuartetClass(1, 1, 0, 0)
-    rows = [measurement(cls, "tier2-only", "jk", 5e8, 2, bank="shared") | {"bank_request": "auto"}]
-    rows.append(measurement(cls, "tier2-only", "jk", 2e8, 2) | {"bank_request": "global"})
+    shared = {"bank": "shared", "tier": 2}
+    rows = [
+        measurement(cls, "tier2-only", "jk", 5e8, kernel2="thread", **shared)
+        | {"bank_request": "auto", "kernel2_request": "thread"},
+        measurement(cls, "tier2-only", "jk", 6e8, kernel2="block", **shared)
+        | {"bank_request": "auto", "kernel2_request": "block"},
+        measurement(cls, "tier2-only", "jk", 2e8, 2, kernel2="thread")
+        | {"bank_request": "global", "kernel2_request": "auto"},
+    ]
     _jsonl(later / "measurements.jsonl", rows)
     (later / "device.json").write_text(json.dumps(device | {"command": "later"}))
     return folder
@@ -147,14 +166,17 @@ def test_ablations_are_full_over_the_variant_with_missing_reasons(results):
     assert "no-dsa: boom" in dsa.loc["(1,1|1,0)", "missing"]
 
 
-def test_tier_choice_counts_classes_with_both_tiers(results):
+def test_tier_choice_counts_classes_with_both_tiers(results, monkeypatch):
+    # Tier 2 as the runtime runs it; with every Kernel 2 a block per quartet the campaign's
+    # records count, and the re-measured (1,1|0,0) block-form record
+    monkeypatch.setattr(gpu_runtime, "KERNEL2_THREAD_MAX_OUTPUTS", 0)
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers = gpu_results.tier_table(table, gpu_results.model_tiers(plans()))
     assert len(tiers) == len(canonical_classes(1))
     both = tiers[tiers["faster_tier"].notna()]
-    # the re-measured (1,1|0,0) Tier 2 (5e8, shared bank) replaced the campaign's 1e8 and now
-    # beats Tier 1's 3e8; the global-bank ablation is not Tier 2's number
-    assert tiers.set_index("class").loc["(1,1|0,0)", "tier2_qps"] == 5e8
+    # the re-measured (1,1|0,0) Tier 2 (6e8: shared bank, block form) replaced the campaign's
+    # 1e8 and beats Tier 1's 3e8; the global-bank ablation is not Tier 2's number
+    assert tiers.set_index("class").loc["(1,1|0,0)", "tier2_qps"] == 6e8
     expected = [2 if c == "(1,1|0,0)" else (1 if t <= 2 else 2) for c, t in
                 zip(both["class"], both["total"])]  # fmt: skip
     assert list(both["faster_tier"]) == expected
@@ -165,12 +187,16 @@ def test_tier_choice_counts_classes_with_both_tiers(results):
     assert set(peak["class"]) == {str(c) for c in canonical_classes(1) if c.total <= 2}
 
 
-def test_bank_ablation_pairs_shared_with_forced_global(results):
+def test_tier2_options_per_class(results):
     table = gpu_results.throughput_table(results.measurements, PEAK)
-    assert (table["source"] == "later").sum() == 2
-    bank = gpu_results.bank_table(table)
-    assert list(bank["class"]) == ["(1,1|0,0)"]
-    assert bank["shared_over_global"].iloc[0] == pytest.approx(2.5)
+    assert (table["source"] == "later").sum() == 3
+    options = gpu_results.tier2_options_table(table).set_index("class")
+    row = options.loc["(1,1|0,0)"]
+    assert (row["block_qps"], row["thread_qps"], row["global_bank_qps"]) == (6e8, 5e8, 2e8)
+    assert row["runtime_kernel2"] == "thread" and row["shared_over_global"] == pytest.approx(3.0)
+    # the campaign's Tier 2 J/K records ran the block form, in global memory
+    old = options.loc["(1,0|1,0)"]
+    assert old["block_qps"] == 1e8 and np.isnan(old["thread_qps"]) and old["bank"] == "global"
 
 
 def test_verification_per_class_and_form(results):
@@ -183,22 +209,34 @@ def test_verification_per_class_and_form(results):
     assert missing == ["(1,1|0,0) spherical", "(1,1|0,0) cartesian"]
 
 
-def test_summary_states_goals_and_the_paper(results, tmp_path):
+def test_tier2_is_the_form_the_runtime_runs(results):
+    table = gpu_results.throughput_table(results.measurements, PEAK)
+    tiers = gpu_results.tier_table(table, gpu_results.model_tiers(plans())).set_index("class")
+    # (1,1|0,0) has 9 integrals: Kernel 2 runs a thread per quartet (5e8, not block's 6e8)
+    assert tiers.loc["(1,1|0,0)", "tier2_qps"] == 5e8
+    assert tiers.loc["(1,1|0,0)", "tier2_kernel2"] == "thread"
+    # the campaign measured only the block form: not Tier 2 as it runs now
+    assert np.isnan(tiers.loc["(1,0|0,0)", "tier2_qps"])
+    assert gpu_results.tier_choice(tiers.reset_index()) == (0, 1)
+
+
+def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_runtime, "KERNEL2_THREAD_MAX_OUTPUTS", 0)
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers_by_class = gpu_results.model_tiers(plans())
     ablations = {a: gpu_results.ablation_table(table, QUARTETS, a) for a in gpu_results.ABLATIONS}
     tiers = gpu_results.tier_table(table, tiers_by_class)
-    bank = gpu_results.bank_table(table)
+    options = gpu_results.tier2_options_table(table)
     peak = gpu_results.tier1_peak_table(table, tiers_by_class)
     ver = gpu_results.verification_table(results.verification)
     goals = gpu_summary.Goals(0.9, 0.3, (0, 2))
     text = gpu_summary.summary_markdown(
-        table, ablations, tiers, bank, peak, ver, canonical_classes(1), results, goals,
+        table, ablations, tiers, options, peak, ver, canonical_classes(1), results, goals,
     )  # fmt: skip
     assert "4 of 5 classes with both tiers measured (80%; goal 90%): **NOT MET**" in text
     assert "Not the faster one: (1,1|0,0)." in text
-    assert "Re-measured (2 records, replacing the campaign's)" in text and "`later`" in text
-    assert "2.50x-2.50x (median 2.50x) over 1 classes" in text
+    assert "Re-measured (3 records, replacing the campaign's)" in text and "`later`" in text
+    assert "3.00x-3.00x (median 3.00x) over 1 classes" in text
     # 1e9 FLOP at 4e8 or 3e8 quartets/s per 1e6 quartets is far below 30% of 50 TFLOP/s
     assert "reach 30% of the measured peak" in text and "**NOT MET**" in text
     assert "Tier 1 fails to compile beyond total 12" in text
@@ -214,7 +252,7 @@ def test_report_script_end_to_end(tmp_path):
     records = write_records(tmp_path / "records")
     plans().to_csv(tmp_path / "plans.csv", index=False)
     out = tmp_path / "out"
-    tables = ["throughput", "tiers", "bank", "peak", "ablations", "verification"]
+    tables = ["throughput", "tiers", "tier2-options", "peak", "ablations", "verification"]
     args = [sys.executable, str(SCRIPTS / "eri_gpu_report.py"), "--results", str(records)]
     args += ["--remeasured", "later"]
     args += ["--plans", str(tmp_path / "plans.csv"), "--paper-quartets", *QUARTETS]

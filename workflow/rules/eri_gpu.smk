@@ -14,7 +14,7 @@ ERI_GPU_RECORDS += [
     for name in ("measurements.jsonl", "device.json")
 ]
 ERI_GPU_DIR = f"{RESULTS}/eri/gpu"
-ERI_GPU_TABLES = ["throughput", "ablations", "tiers", "tier2_bank", "tier1_peak", "verification"]
+ERI_GPU_TABLES = ["throughput", "ablations", "tiers", "tier2_options", "tier1_peak", "verification"]
 ERI_GPU_FIGURES = ["fig5b_axis.png", "fig6_dsa.png", "fig7_spherical.png", "fig8_tiers.png"]
 ERI_GPU_FILES = [f"{t}.{ext}" for t in ERI_GPU_TABLES for ext in ("csv", "md")]
 ERI_GPU_FILES += ERI_GPU_FIGURES + ["SUMMARY.md"]
@@ -61,7 +61,7 @@ rule eri_gpu_reports:
         " --out-throughput {output.throughput} {output.throughput_md}"
         " --out-ablations {output.ablations} {output.ablations_md}"
         " --out-tiers {output.tiers} {output.tiers_md}"
-        " --out-bank {output.tier2_bank} {output.tier2_bank_md}"
+        " --out-tier2-options {output.tier2_options} {output.tier2_options_md}"
         " --out-peak {output.tier1_peak} {output.tier1_peak_md}"
         " --out-verification {output.verification} {output.verification_md}"
         " --out-figures {output.fig5b} {output.fig6} {output.fig7} {output.fig8}"

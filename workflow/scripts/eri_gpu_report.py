@@ -28,7 +28,7 @@ def main() -> None:
     p.add_argument("--mid-totals", nargs=2, type=int, required=True)
     p.add_argument("--out-throughput", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-tiers", nargs=2, required=True, metavar=("CSV", "MD"))
-    p.add_argument("--out-bank", nargs=2, required=True, metavar=("CSV", "MD"))
+    p.add_argument("--out-tier2-options", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-peak", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-ablations", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--out-verification", nargs=2, required=True, metavar=("CSV", "MD"))
@@ -50,15 +50,15 @@ def main() -> None:
     tiers = gpu_results.tier_table(throughput, tiers_by_class)
     write_table(tiers, *a.out_tiers)
     gpu_figures.tier_figure(tiers, a.out_figures[3])
-    bank = gpu_results.bank_table(throughput)
-    write_table(bank, *a.out_bank)
+    options = gpu_results.tier2_options_table(throughput)
+    write_table(options, *a.out_tier2_options)
     peak = gpu_results.tier1_peak_table(throughput, tiers_by_class)
     write_table(peak, *a.out_peak)
     verification = gpu_results.verification_table(results.verification)
     write_table(verification, *a.out_verification)
     goals = gpu_summary.Goals(a.tier_choice_goal, a.peak_goal, tuple(a.mid_totals))
     text = gpu_summary.summary_markdown(
-        throughput, ablations, tiers, bank, peak, verification, canonical_classes(a.lmax),
+        throughput, ablations, tiers, options, peak, verification, canonical_classes(a.lmax),
         results, goals,
     )  # fmt: skip
     Path(a.out_summary).write_text(text + "\n")

@@ -19,13 +19,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..angmom import QuartetClass
+from ..angmom import QuartetClass, shell_size
+from ..runtime.gpu import kernel2_form
 
 THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
     "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
     "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
-    "bank", "bank_request", "source", "error",
+    "bank", "bank_request", "kernel2", "kernel2_request", "source", "error",
 )  # fmt: skip
 # the ablations of the paper's Figs. 5(b), 6 and 7: the variant each one sets against full
 ABLATIONS = {"axis": "no-axis", "dsa": "no-dsa", "spherical": "no-spherical"}
@@ -46,9 +47,15 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 
 def _measurement_key(record: pd.Series) -> tuple:
+    """What a record measured: class, variant, epilogue, slot-bank request and the Kernel 2
+    form that ran (the campaign's Tier 2 J/K records ran the block form)."""
     bank = record.get("bank_request")
+    form = record.get("kernel2")
+    if not isinstance(form, str) or not form:
+        tier2_jk = record["variant"] == "tier2-only" and record["epilogue"] == "jk"
+        form = "block" if tier2_jk else ""
     return (str(_class_of(record)), record["variant"], record["epilogue"],
-            bank if isinstance(bank, str) else "auto")  # fmt: skip
+            bank if isinstance(bank, str) else "auto", form)  # fmt: skip
 
 
 def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResults:
@@ -93,7 +100,14 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
     df["class"] = classes.map(str)
     df["total"] = classes.map(lambda c: c.total)
     df["fraction_of_peak"] = df["flop_rate"] / peak
-    df["bank_request"] = df["bank_request"].where(df["bank_request"].notna(), "auto")
+    for col in ("bank_request", "kernel2_request"):
+        df[col] = df[col].where(df[col].notna(), "auto")
+    # the campaign's Tier 2 measurements predate the shared-memory bank and the thread form
+    # of Kernel 2
+    ok = df["error"].isna()
+    df.loc[ok & (df["slots_per_quartet"] > 0) & df["bank"].isna(), "bank"] = "global"
+    old = (df["variant"] == "tier2-only") & (df["epilogue"] == "jk") & df["kernel2"].isna()
+    df.loc[old & ok, "kernel2"] = "block"
     df["error"] = df["error"].where(df["error"].notna(), None)
     return df[list(THROUGHPUT_COLUMNS)].reset_index(drop=True)
 
@@ -146,15 +160,22 @@ def model_tiers(plans: pd.DataFrame) -> pd.Series:
     return full.set_index("class")["tier"].astype(int)
 
 
+def _output_shape(cls: str) -> tuple[int, ...]:
+    return tuple(shell_size(l, True) for l in QuartetClass.parse(cls).ls)
+
+
 def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
-    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput (the
-    generator's own slot-bank placement), the faster tier (where both ran) and the model's
-    tier."""
+    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput (Tier 2
+    as the runtime runs it: its own slot-bank placement, the Kernel 2 form ``kernel2_form``
+    picks), the faster tier (where both ran) and the model's tier."""
     jk = throughput[(throughput["epilogue"] == "jk") & (throughput["bank_request"] == "auto")]
     rows = []
     for cls, measured in jk.groupby("class", sort=False):
+        form = kernel2_form(_output_shape(cls))
+        runtime = (measured["variant"] != "tier2-only") | measured["kernel2"].isin([form])
+        runtime |= measured["error"].notna()
         t1, t1_err, _ = _rate(measured, "tier1-only", "jk")
-        t2, t2_err, _ = _rate(measured, "tier2-only", "jk")
+        t2, t2_err, _ = _rate(measured[runtime], "tier2-only", "jk")
         both = np.isfinite(t1) and np.isfinite(t2)
         faster = (1 if t1 > t2 else 2) if both else None
         model = int(tiers[cls]) if cls in tiers.index else None
@@ -164,6 +185,7 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
                 "total": int(measured["total"].iloc[0]),
                 "tier1_qps": t1,
                 "tier2_qps": t2,
+                "tier2_kernel2": form,
                 "tier1_over_tier2": t1 / t2,
                 "faster_tier": faster,
                 "model_tier": model,
@@ -176,24 +198,41 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
     return table.sort_values(["total", "class"], kind="stable").reset_index(drop=True)
 
 
-def bank_table(throughput: pd.DataFrame) -> pd.DataFrame:
-    """Tier 2 (J/K epilogue) with its slot bank in shared memory, as the generator places it,
-    against the same kernel with the bank forced into global memory."""
+def tier2_options_table(throughput: pd.DataFrame) -> pd.DataFrame:
+    """Tier 2 with the J/K epilogue measured in several forms, per class: slot bank as the
+    generator places it with Kernel 2 as a block per quartet and as a thread per quartet, and
+    the bank forced into global memory (Kernel 2 as the runtime picks)."""
     t2 = throughput[(throughput["variant"] == "tier2-only") & (throughput["epilogue"] == "jk")]
     t2 = t2[t2["error"].isna()]
-    shared = t2[(t2["bank_request"] == "auto") & (t2["bank"] == "shared")]
-    forced = t2[t2["bank_request"] == "global"]
-    cols = ["class", "quartets_per_second", "slots_per_quartet", "spill_store_bytes"]
-    table = shared[["total", *cols]].merge(
-        forced[cols], on="class", suffixes=("_shared", "_global")
-    )
-    table = table.drop(columns="slots_per_quartet_global").rename(
-        columns={"slots_per_quartet_shared": "slots_per_quartet"}
-    )
-    table["shared_over_global"] = (
-        table["quartets_per_second_shared"] / table["quartets_per_second_global"]
+    rows = []
+    for cls, measured in t2.groupby("class", sort=False):
+        auto = measured[measured["bank_request"] == "auto"]
+        forced = measured[measured["bank_request"] == "global"]
+        rows.append(
+            {
+                "class": cls,
+                "total": int(measured["total"].iloc[0]),
+                "slots_per_quartet": int(measured["slots_per_quartet"].iloc[0]),
+                "bank": auto["bank"].iloc[0] if len(auto) else None,
+                "block_qps": _best(auto[auto["kernel2"] == "block"]),
+                "thread_qps": _best(auto[auto["kernel2"] == "thread"]),
+                "global_bank_qps": _best(forced),
+                "runtime_kernel2": kernel2_form(_output_shape(cls)),
+            }
+        )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    table["thread_over_block"] = table["thread_qps"] / table["block_qps"]
+    best = table[["block_qps", "thread_qps"]].max(axis=1)
+    table["shared_over_global"] = np.where(
+        table["bank"] == "shared", best / table["global_bank_qps"], np.nan
     )
     return table.sort_values(["total", "class"], kind="stable").reset_index(drop=True)
+
+
+def _best(rows: pd.DataFrame) -> float:
+    return float(rows["quartets_per_second"].max()) if len(rows) else np.nan
 
 
 def tier_choice(tiers: pd.DataFrame) -> tuple[int, int]:

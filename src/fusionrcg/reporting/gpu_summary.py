@@ -146,21 +146,29 @@ def errors_table(throughput: pd.DataFrame) -> str:
     return _md(bad[cols].assign(error=bad["error"].str.replace("\n", " ")))
 
 
-def bank_section(bank: pd.DataFrame) -> str:
-    if bank.empty:
-        return "No Tier 2 kernel measured with both slot-bank placements."
-    ratio = bank["shared_over_global"]
-    return (
-        f"Shared-memory bank against the same kernel with the bank in global memory: "
-        f"{_range(ratio)} (median {ratio.median():.2f}x) over {len(bank)} classes.\n\n" + _md(bank)
-    )
+def tier2_options_section(options: pd.DataFrame) -> str:
+    if options.empty:
+        return "No Tier 2 J/K measurements."
+    lines = []
+    for col, what in (
+        ("shared_over_global", "slot bank in shared memory over the same kernel with the bank "
+         "in global memory"),
+        ("thread_over_block", "Kernel 2 as a thread per quartet over a block per quartet"),
+    ):  # fmt: skip
+        ratio = options[col].dropna()
+        if len(ratio):
+            lines.append(
+                f"- {what}: {_range(ratio)} (median {ratio.median():.2f}x) over {len(ratio)} "
+                "classes"
+            )
+    return "\n".join(lines) + "\n\n" + _md(options)
 
 
 def summary_markdown(
     throughput: pd.DataFrame,
     ablations: dict[str, pd.DataFrame],
     tiers: pd.DataFrame,
-    bank: pd.DataFrame,
+    options: pd.DataFrame,
     peak: pd.DataFrame,
     verification: pd.DataFrame,
     classes: Sequence[QuartetClass],
@@ -198,8 +206,8 @@ def summary_markdown(
     sections += [
         "## Fig. 8: Tier 1-only against Tier 2-only (J/K epilogue)",
         _md(tiers) if len(tiers) else "No J/K measurements.",
-        "## Tier 2 slot bank: shared memory against global memory (J/K epilogue)",
-        bank_section(bank),
+        "## Tier 2 options: slot bank placement and Kernel 2 form (J/K epilogue)",
+        tier2_options_section(options),
         "## Fraction of the FP64 peak per model Tier 1 class (best Tier 1 measurement)",
         _md(peak) if len(peak) else "No Tier 1 measurements.",
         "## Verification worst cases",

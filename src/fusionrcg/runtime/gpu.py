@@ -1,5 +1,7 @@
 """GPU executor: generated cubins launched through CuPy, plus Kernel 2 (the J/K contraction of
-Tier 2), which stages a quartet's integrals and density tiles in shared memory."""
+Tier 2) in two forms: one thread block per quartet staging its integrals and density tiles in
+shared memory (``block``), or one thread per quartet folding each integral into J and K with
+atomic adds as Tier 1's epilogue does (``thread``, for classes with few integrals)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ from .launch import DeviceError, _batches, _program
 
 THREADS = 128
 JK_THREADS = 64
+# Kernel 2 runs one thread per quartet for classes with at most this many integrals
+KERNEL2_THREAD_MAX_OUTPUTS = 256
+KERNEL2_FORMS = ("auto", "block", "thread")
 
 JK_TRANSFORM = r"""
 extern "C" __global__ void frcg_jk_transform(
@@ -101,6 +106,36 @@ extern "C" __global__ void frcg_jk_transform(
         atomicAdd(&vk[(size_t)(ob + b) * nao + od + d], k);
     }
 }
+
+extern "C" __global__ void frcg_jk_quartet(
+    const int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
+    const int* __restrict__ seg_ao, const double* __restrict__ ints, const long long stride,
+    const int na, const int nb, const int nc, const int nd, const int nao,
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk)
+{
+    const int q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= n) return;
+    const int oa = seg_ao[quartets[4 * q]], ob = seg_ao[quartets[4 * q + 1]];
+    const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];
+    const double s = qscale[q];
+    int x = 0;  // integrals of quartet q: ints[x * stride + q], consecutive threads coalesced
+    for (int a = 0; a < na; ++a)
+        for (int b = 0; b < nb; ++b) {
+            const double dab = D(oa + a, ob + b) + D(ob + b, oa + a);
+            double jab = 0.0;
+            for (int c = 0; c < nc; ++c)
+                for (int d = 0; d < nd; ++d, ++x) {
+                    const double v = s * ints[(size_t)x * stride + q];
+                    jab += v * (D(oc + c, od + d) + D(od + d, oc + c));
+                    atomicAdd(&vj[(size_t)(oc + c) * nao + od + d], v * dab);
+                    atomicAdd(&vk[(size_t)(oa + a) * nao + oc + c], v * D(ob + b, od + d));
+                    atomicAdd(&vk[(size_t)(ob + b) * nao + oc + c], v * D(oa + a, od + d));
+                    atomicAdd(&vk[(size_t)(oa + a) * nao + od + d], v * D(ob + b, oc + c));
+                    atomicAdd(&vk[(size_t)(ob + b) * nao + od + d], v * D(oa + a, oc + c));
+                }
+            atomicAdd(&vj[(size_t)(oa + a) * nao + ob + b], jab);
+        }
+}
 """
 
 
@@ -123,12 +158,20 @@ def _function(path: Path, name: str):
     return cp.RawModule(path=str(path)).get_function(name)
 
 
-@lru_cache(maxsize=1)
-def _jk_transform():
+@lru_cache(maxsize=2)
+def _jk_transform(form: str):
     cp = _cupy()
-    return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(
-        "frcg_jk_transform"
-    )
+    name = {"block": "frcg_jk_transform", "thread": "frcg_jk_quartet"}[form]
+    return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(name)
+
+
+def kernel2_form(shape, form: str = "auto") -> str:
+    """The Kernel 2 form for a class with integrals of ``shape``: ``form`` unless "auto"."""
+    if form not in KERNEL2_FORMS:
+        raise ValueError(f"unknown Kernel 2 form {form!r}; one of {', '.join(KERNEL2_FORMS)}")
+    if form != "auto":
+        return form
+    return "thread" if int(np.prod(shape)) <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
 
 
 def _global_slots(kernel: LibraryKernel) -> int:
@@ -232,11 +275,14 @@ class GpuExecutor:
             parts.append(self.cp.asnumpy(launch.out).T)
         return np.concatenate(parts) if parts else np.empty((0, kernel.n_outputs))
 
-    def contraction(self, shape, launch: Launch, dm, vj, vk):
-        """Kernel 2 over the integrals of ``launch`` (call after it)."""
-        smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
-        kernel2 = _jk_transform()
-        kernel2.max_dynamic_shared_size_bytes = smem
+    def contraction(self, shape, launch: Launch, dm, vj, vk, form: str = "auto"):
+        """Kernel 2 over the integrals of ``launch`` (call after it), in ``form``
+        (``kernel2_form``)."""
+        form = kernel2_form(shape, form)
+        kernel2 = _jk_transform(form)
+        smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2) if form == "block" else 0
+        if smem > kernel2.max_dynamic_shared_size_bytes:
+            kernel2.max_dynamic_shared_size_bytes = smem
         n = int(launch.args[0])
         sizes = tuple(np.int32(x) for x in shape)
         quartets, scales, seg_ao = launch.args[1], launch.args[2], launch.args[5]
@@ -256,7 +302,10 @@ class GpuExecutor:
         )
 
         def run() -> None:
-            kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
+            if form == "block":
+                kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
+            else:
+                kernel2(((n + THREADS - 1) // THREADS,), (THREADS,), args)
 
         return run
 
