@@ -135,6 +135,33 @@ def test_phase_seconds_of_a_recomputing_engine(small):
     assert again[1] == first[1] and not emu._engine.timer.enabled
 
 
+def test_batches_evaluate_only_the_shells_of_their_kept_blocks(small):
+    """A grid batch evaluates the shells of its kept basis blocks: the gathered blocks equal
+    those gathered from every AO, also for a subset that leaves most shells out."""
+    from kerneldi.gpu.device import EmulatedDevice
+    from kerneldi.gpu.engine import GPUBlockEngine
+    from kerneldi.layout import make_layout
+    from kerneldi.settings import Settings
+
+    mol, grids, _ = small
+    settings = Settings(ao_cache="never")
+    layout = make_layout(mol, grids.coords, grids.weights, None, settings)
+    d = layout.d
+    # four grid blocks per batch
+    eng = GPUBlockEngine(mol, layout, settings, 1, EmulatedDevice(), batch_bytes=4 * 4 * 65 * d * 8)
+    assert len(eng.batches) > 1
+    for g0, g1 in eng.batches:
+        b0, b1 = eng.col_ptr_host[g0], eng.col_ptr_host[g1]
+        full = eng._gather(eng._ao(g0, g1), g0, b0, np.empty((b1 - b0, 4, d, d)), eng.rows)
+        assert np.array_equal(eng._batch_data(g0, g1), full)
+    # one basis block's rows: whole shells, fewer than all
+    sub = eng.ao.subset(eng.rows_host[:d])
+    assert d <= len(sub.rows) < mol.nao
+    ao = eng.ao(grids.coords[:50], 1)
+    assert np.array_equal(eng.ao(grids.coords[:50], 1, sub), ao[:, sub.rows])
+    assert np.array_equal(sub.position[sub.rows], np.arange(len(sub.rows)))
+
+
 def test_dense_baseline_on_the_emulated_device(small):
     mol, grids, dm = small
     (n0, e0, v0), (n, e, v), _, _ = compare(mol, grids, dm, "m062x", "rks", engine="dense")

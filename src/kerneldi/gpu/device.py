@@ -1,16 +1,44 @@
 """Where the GPU backend runs: CuPy on a CUDA GPU, or the host emulation of the kernels.
 
 A device gives the array module, the compiled kernels, an AO evaluator in the layout
-(comp, nao, npoints), the free memory and a synchronization point.
+(comp, nao, npoints), the free memory and a synchronization point. An evaluator also takes an
+``AOSubset``: the whole shells holding some of its rows, evaluated alone (rows in the subset's
+order), so that a grid batch computes only the AOs its kept blocks need.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..cpu import eval_ao_cols
 from ..errors import BackendUnavailable
 from . import kernels as kd
+
+
+@dataclass(frozen=True)
+class AOSubset:
+    rows: np.ndarray  # evaluator rows computed, in output order (whole shells)
+    position: np.ndarray  # evaluator row -> output row of the subset, -1 if not computed
+    screening: tuple | None = None  # the evaluator's own description of the shells
+
+
+def _subset_rows(ao_loc: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shells (bool mask over ao_loc's shells) holding the rows ``wanted``, and their rows."""
+    shell_of_row = np.repeat(np.arange(len(ao_loc) - 1), np.diff(ao_loc))
+    mask = np.zeros(len(ao_loc) - 1, dtype=bool)
+    mask[shell_of_row[np.asarray(wanted, dtype=np.int64)]] = True
+    rows = np.concatenate(
+        [np.arange(ao_loc[s], ao_loc[s + 1]) for s in np.flatnonzero(mask)] or [np.zeros(0, int)]
+    )
+    return mask, rows
+
+
+def _positions(rows: np.ndarray, nao: int) -> np.ndarray:
+    position = np.full(nao, -1, dtype=np.int32)
+    position[rows] = np.arange(len(rows), dtype=np.int32)
+    return position
 
 
 class PySCFAO:
@@ -23,8 +51,13 @@ class PySCFAO:
         """Rows of the evaluator's output holding the PySCF AOs ``order``."""
         return np.asarray(order)
 
-    def __call__(self, coords, deriv: int):
-        return eval_ao_cols(self.mol, coords, deriv)
+    def subset(self, wanted: np.ndarray) -> AOSubset:
+        _, rows = _subset_rows(self.mol.ao_loc_nr(), wanted)
+        return AOSubset(rows, _positions(rows, self.mol.nao_nr()))
+
+    def __call__(self, coords, deriv: int, subset: AOSubset | None = None):
+        ao = eval_ao_cols(self.mol, coords, deriv)
+        return ao if subset is None else np.ascontiguousarray(ao[:, subset.rows])
 
 
 class GPU4PySCFAO:
@@ -51,17 +84,44 @@ class GPU4PySCFAO:
     def rows(self, order: np.ndarray) -> np.ndarray:
         return self.inverse[np.asarray(order)]
 
-    def __call__(self, coords, deriv: int):
-        ao = self._gni.eval_ao(
-            self.sorted_mol, coords, deriv=deriv, gdftopt=self.opt, transpose=False
-        )
+    def subset(self, wanted: np.ndarray) -> AOSubset:
+        """The shells of the sorted molecule holding rows ``wanted``, in the form of
+        GPU4PySCF's grid screening (shell list, AO offsets, offsets per contraction group)."""
+        import cupy
+
+        ao_loc = np.asarray(self.sorted_mol.ao_loc_nr())
+        mask, rows = _subset_rows(ao_loc, wanted)
+        shells = np.flatnonzero(mask).astype(np.int32)
+        ao_loc_slice = np.append(0, np.cumsum(np.diff(ao_loc)[shells])).astype(np.int32)
+        before = np.cumsum(mask, dtype=np.int32)  # selected shells up to and including each
+        groups = np.asarray(self.opt.l_ctr_offsets)
+        ctr_offsets_slice = np.ascontiguousarray(before[groups - 1], dtype=np.int32)
+        ctr_offsets_slice[0] = 0
+        screening = (int(len(rows)), cupy.asarray(shells), cupy.asarray(ao_loc_slice),
+                     ctr_offsets_slice)  # fmt: skip
+        return AOSubset(rows, _positions(rows, int(ao_loc[-1])), screening)
+
+    def __call__(self, coords, deriv: int, subset: AOSubset | None = None):
+        if subset is None:
+            ao = self._gni.eval_ao(
+                self.sorted_mol, coords, deriv=deriv, gdftopt=self.opt, transpose=False
+            )
+        else:
+            ao = self._gni.eval_ao(
+                self.sorted_mol, coords, deriv=deriv, gdftopt=self.opt, transpose=False,
+                screening_info=subset.screening,
+            )  # fmt: skip
         return ao[None] if deriv == 0 else ao
 
     def _check(self, cupy) -> None:
         pts = (self.mol.atom_coords()[:16, None, :] + np.array([[0.3, -0.2, 0.5]])).reshape(-1, 3)
         ref = eval_ao_cols(self.mol, pts, 1)
-        got = cupy.asnumpy(self(cupy.asarray(pts), 1))[:, self.inverse]
-        err = float(np.abs(got - ref).max())
+        full = cupy.asnumpy(self(cupy.asarray(pts), 1))
+        err = float(np.abs(full[:, self.inverse] - ref).max())
+        # every third row's shell evaluated alone must give the same values
+        sub = self.subset(np.arange(0, full.shape[1], 3))
+        part = cupy.asnumpy(self(cupy.asarray(pts), 1, sub))
+        err = max(err, float(np.abs(part - full[:, sub.rows]).max()))
         if err > 1e-10 * max(1.0, float(np.abs(ref).max())):
             raise BackendUnavailable(
                 f"GPU4PySCF's AO values differ from PySCF's by {err:.2e}: its AO order or "

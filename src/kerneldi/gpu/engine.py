@@ -3,7 +3,8 @@
 Host code works on any device of ``device.py`` (CuPy on a GPU; NumPy with the host emulation
 of the kernels in the tests). The block structure is built once per geometry and grid; the AO
 blocks stay on the device when ``gpu_memory_fraction`` of its free memory holds them, and are
-recomputed per grid batch otherwise.
+recomputed per grid batch otherwise. Once the kept blocks are known, a batch evaluates only
+the shells of the basis blocks it keeps (in large, sparse systems a small part of the basis).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class GPUBlockEngine:
         # evaluator row of every layout position, -1 for the padding
         rows = np.full(lay.nao_pad, -1, dtype=np.int32)
         rows[: lay.nao] = self.ao.rows(lay.basis_perm)
+        self.rows_host = rows
         self.rows = self._i32(rows)
         self.perm = xp.asarray(lay.basis_perm)
         self.coords = xp.asarray(lay.coords)
@@ -128,10 +130,14 @@ class GPUBlockEngine:
             self.data = xp.empty((pat.nblk, self.ncomp, d, d))
             for g0, g1 in self._ranges():
                 b0, b1 = pat.col_ptr[g0], pat.col_ptr[g1]
-                self._gather(self._ao(g0, g1), g0, b0, self.data[b0:b1])
+                if b1 == b0:
+                    continue
+                sub, rows = self._subset(g0, g1)
+                self._gather(self._ao(g0, g1, sub), g0, b0, self.data[b0:b1], rows)
             self.batches = [(0, lay.ngb)]
         else:
             self.batches = list(self._ranges())
+            self.subsets = {(g0, g1): self._subset(g0, g1) for g0, g1 in self.batches}
         self.counts: dict[str, int] = {}
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
@@ -152,18 +158,32 @@ class GPUBlockEngine:
         for g0 in range(0, n, self.batch_blocks):
             yield g0, min(g0 + self.batch_blocks, n)
 
-    def _ao(self, g0: int, g1: int):
-        """AO values of grid blocks [g0, g1): (comp, nao, npoints) in the evaluator's rows."""
+    def _ao(self, g0: int, g1: int, subset=None):
+        """AO values of grid blocks [g0, g1): (comp, rows, npoints), every evaluator row or
+        those of ``subset``."""
         d, npts = self.layout.d, self.layout.npts
-        ao = self.ao(self.coords[g0 * d : min(g1 * d, npts)], self.deriv)
+        ao = self.ao(self.coords[g0 * d : min(g1 * d, npts)], self.deriv, subset)
         return self.xp.ascontiguousarray(ao)
 
-    def _gather(self, ao, g0: int, b0: int, out):
-        """The kept blocks b0 .. b0 + len(out) - 1 (grid blocks from g0) into ``out``."""
+    def _subset(self, g0: int, g1: int):
+        """The evaluator's subset for the basis blocks kept in grid blocks [g0, g1), and the
+        row of every layout position in its output (-1 where not evaluated)."""
+        d = self.layout.d
+        pat = self.pattern
+        blocks = np.unique(pat.row_idx[pat.col_ptr[g0] : pat.col_ptr[g1]])
+        positions = (blocks[:, None] * d + np.arange(d)).ravel()
+        wanted = self.rows_host[positions]
+        sub = self.ao.subset(wanted[wanted >= 0])
+        rows = np.where(self.rows_host >= 0, sub.position[np.maximum(self.rows_host, 0)], -1)
+        return sub, self._i32(rows)
+
+    def _gather(self, ao, g0: int, b0: int, out, rows):
+        """The kept blocks b0 .. b0 + len(out) - 1 (grid blocks from g0) into ``out``; ``rows``
+        maps layout positions to rows of ``ao``."""
         lay = self.layout
         self.kernels[f"kd_ao_gather<{lay.d}>"](
             len(out),
-            (ao, np.int32(self.ncomp), np.int32(lay.nao), np.int32(ao.shape[2]), self.rows,
+            (ao, np.int32(self.ncomp), np.int32(ao.shape[1]), np.int32(ao.shape[2]), rows,
              self.row_idx, self.blk_col, np.int32(b0), np.int32(g0), out),
         )  # fmt: skip
         return out
@@ -174,7 +194,9 @@ class GPUBlockEngine:
             return self.data[b0:b1]
         t0 = self.timer.start()
         out = self.xp.empty((b1 - b0, self.ncomp, self.layout.d, self.layout.d))
-        self._gather(self._ao(g0, g1), g0, b0, out)
+        if b1 > b0:  # a batch without kept blocks evaluates nothing
+            sub, rows = self.subsets[(g0, g1)]
+            self._gather(self._ao(g0, g1, sub), g0, b0, out, rows)
         self.timer.stop("ao", t0)
         return out
 
