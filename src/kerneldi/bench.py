@@ -1,7 +1,8 @@
 """Benchmark of the XC engine: one command on the GPU machine, JSON into a directory.
 
     python -m kerneldi.bench --out DIR [--budget SECONDS] [--sections a,b,...] [--modes m,...]
-                             [--skip-recompute] [--resume]
+                             [--molecules name,...] [--skip-recompute] [--resume]
+    python -m kerneldi.bench --merge DIR PART [PART ...]
 
 Sections, in this order (every record is written as soon as it is measured; what the budget
 leaves out is recorded as skipped):
@@ -19,7 +20,9 @@ Timings: a warm-up call, then the median of synchronized wall times; the engine'
 (orders, blocks, AO cache) is reported apart. Densities come from SCF cycles (converged for
 the small systems, two PBE cycles for the large ones), never from an initial guess.
 ``--resume`` continues a run cut short: molecules already measured in DIR are kept, those
-recorded as skipped are measured now.
+recorded as skipped are measured now. ``--molecules`` restricts the size sections to some
+molecules, so that parts of a run can go to several GPUs at once; ``--merge`` joins the parts'
+directories into DIR (a molecule's measured record wins over a skipped one).
 ``compare_sizes`` also runs on the CPU (``Env("cpu")``: ours against EXC-OpenBLAS and PySCF).
 """
 
@@ -94,9 +97,16 @@ PAPER_V100 = {
 class Env:
     """Where a benchmark runs: the GPU (CuPy, GPU4PySCF) or the CPU (NumPy, PySCF)."""
 
-    def __init__(self, device: str, modes: tuple[str, ...] = MMA, recompute: bool = True):
+    def __init__(
+        self,
+        device: str,
+        modes: tuple[str, ...] = MMA,
+        recompute: bool = True,
+        molecules: frozenset[str] | None = None,
+    ):
         self.device = device
         self.recompute = recompute
+        self.molecules = molecules  # the size sections' molecules to run (None: all)
         if device == "gpu":
             import cupy
             from gpu4pyscf import dft as scf_dft
@@ -330,10 +340,10 @@ def compare_sizes(
                 exact = t["result"]
             log(name, mma, round(t["median_s"], 4), rec[f"ours_{mma}"][f"vs_{env.library}"])
         # where the time goes, in the last mode: AO values (when recomputed), density, potential
-        rec["ours_phases_s"] = {"mode": mma} | ni.phase_seconds(
-            lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)
-        )
-        log(name, "phases", rec["ours_phases_s"])
+        phases = ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
+        if phases:  # engines with phase timers (the GPU's)
+            rec["ours_phases_s"] = {"mode": mma} | phases
+            log(name, "phases", rec["ours_phases_s"])
     except Exception as err:  # the engine could not be built
         rec["ours_error"] = _failed(err)
         log(name, "ours", "error", repr(err))
@@ -392,6 +402,8 @@ def run_sizes(
     """compare_sizes over molecules while the budget (less ``reserve``) lasts."""
     last = None
     for name in names:
+        if env.molecules is not None and name not in env.molecules:
+            continue
         if out.measured(section, name):
             log(section, name, "measured before (resume)")
             continue
@@ -566,6 +578,28 @@ SECTIONS = {
 }
 
 
+def merge(out: Path, parts: list[Path]) -> None:
+    """The section files of ``parts`` joined into ``out``: records in the parts' order, one
+    per molecule in the size sections (a measured record replaces a skipped one); the first
+    part's provenance is ``provenance.json``, the others' ``provenance_<part>.json``."""
+    joined = Out(out)
+    for n, part in enumerate(parts):
+        for path in sorted(part.glob("*.json")):
+            obj = json.loads(path.read_text())
+            if path.stem.startswith("provenance"):
+                joined.write(path.stem if n == 0 else f"provenance_{part.name}", obj)
+                continue
+            for rec in obj:
+                mol = rec.get("molecule")
+                size_run = mol is not None and ("natm" in rec) and "kind" not in rec
+                if size_run and "skipped" in rec and joined.measured(path.stem, mol):
+                    continue
+                if size_run:
+                    joined.put(path.stem, rec)
+                else:
+                    joined.add(path.stem, rec)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", required=True, type=Path, help="directory for the JSON results")
@@ -576,7 +610,12 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-recompute", action="store_true", help="no AO-recompute timing in size runs"
     )
     ap.add_argument("--resume", action="store_true", help="keep what DIR already holds")
+    ap.add_argument("--molecules", default="", help="comma-separated: size runs of these only")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="PART", help="join PART dirs")
     args = ap.parse_args(argv)
+    if args.merge:
+        merge(args.out, args.merge)
+        return 0
     wanted = [s for s in args.sections.split(",") if s]
     unknown = set(wanted) - set(SECTIONS)
     if unknown:
@@ -587,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     budget = Budget(args.budget)
     out = Out(args.out, resume=args.resume)
     try:
-        env = Env("gpu", modes=modes, recompute=not args.skip_recompute)
+        molecules = frozenset(m for m in args.molecules.split(",") if m) or None
+        env = Env("gpu", modes=modes, recompute=not args.skip_recompute, molecules=molecules)
         import gpu4pyscf
     except Exception as err:
         print(f"the benchmark needs CuPy, GPU4PySCF and a GPU: {err}", file=sys.stderr)

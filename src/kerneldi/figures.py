@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 FLOOR = 1e-16  # errors that are exactly zero are drawn here on log axes
+PHASES = ("ao", "density", "potential")  # the engine's timed phases (bench: ours_phases_s)
 
 
 def _plt():
@@ -88,6 +89,12 @@ def sweep_table(results: dict) -> pd.DataFrame:
             pf = ours.get("pair_fractions", {})
             row["density_pair_fraction"] = pf.get("density_pair_fraction")
             row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
+            # one call timed phase by phase; "other" is the functional (libxc) and host work
+            phases = r.get("ours_phases_s", {})
+            row["phases_mode"] = phases.get("mode")
+            for phase in PHASES:
+                row[f"{phase}_s"] = phases.get(phase, 0.0 if phases else np.nan)
+            row["other_s"] = phases.get("call", np.nan) - sum(row[f"{p}_s"] for p in PHASES)
             rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
@@ -194,6 +201,12 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
         f"cuBLAS DGEMM {_fmt(prov.get('dgemm_fp64_tflops'))} TFLOP/s."
     )
     lines.append(f"Command: `{prov.get('command')}`")
+    for name, other in sorted(results.items()):
+        if name.startswith("provenance_"):
+            lines.append(
+                f"Also ({name.removeprefix('provenance_')}): {other.get('gpu', '?')}, commit "
+                f"{other.get('commit')}, `{other.get('command')}`"
+            )
     acc = _measured(results.get("accuracy", []))
     if acc:
         lines += ["", "## Accuracy against PySCF's NumInt on the same grid", ""]
@@ -253,6 +266,18 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))
+        phased = table[table["phases_mode"].notna()]
+        if not phased.empty:
+            lines += ["", "## Where the time goes (one call timed phase by phase; seconds)", ""]
+            lines.append(
+                "AO values: evaluation and gathering of the kept blocks when they are not cached "
+                "(0 when cached); density and potential: the block-pair kernels; other: the "
+                "functional (libxc) and the host's work."
+            )
+            lines.append("")
+            pcols = ["section", "molecule", "natm", "nao", "phases_mode"]
+            pcols += [f"{p}_s" for p in PHASES] + ["other_s", "ao_cached"]
+            lines.append(to_markdown(phased[pcols]))
     paper = prov.get("paper_v100", {})
     if paper:
         lines += ["", "## The paper's V100 figures (as its text states them)", ""]

@@ -50,3 +50,21 @@ def test_threshold_figure(tmp_path):
     assert df["potential_pair_fraction"].is_monotonic_decreasing
     figures.threshold_sweep_figure(df, tmp_path / "fig3.png", 1e-12)
     assert (tmp_path / "fig3.png").stat().st_size > 0
+
+
+def test_merge_joins_parts_run_on_several_gpus(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    pa, pb = bench.Out(a), bench.Out(b)
+    pa.write("provenance", {"gpu": "first"})
+    pb.write("provenance", {"gpu": "second"})
+    pa.add("sweep", {"molecule": "w5", "natm": 15, "wall_s": 1.0})
+    pa.add("sweep", {"molecule": "w9", "natm": 27, "skipped": "budget"})
+    pb.add("sweep", {"molecule": "w9", "natm": 27, "wall_s": 2.0})
+    pb.add("sweep", {"molecule": "w5", "natm": 15, "skipped": "budget"})
+    pa.add("accuracy", {"molecule": "w5", "kind": "RKS", "xc": "pbe"})
+    bench.main(["--out", str(tmp_path / "m"), "--merge", str(a), str(b)])
+    sweep = json.loads((tmp_path / "m" / "sweep.json").read_text())
+    assert {r["molecule"]: r.get("wall_s") for r in sweep} == {"w5": 1.0, "w9": 2.0}
+    assert len(json.loads((tmp_path / "m" / "accuracy.json").read_text())) == 1
+    assert json.loads((tmp_path / "m" / "provenance.json").read_text())["gpu"] == "first"
+    assert json.loads((tmp_path / "m" / "provenance_b.json").read_text())["gpu"] == "second"
