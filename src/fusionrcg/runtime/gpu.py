@@ -22,8 +22,10 @@ from .launch import DeviceError, _batches, _program
 
 THREADS = 128
 JK_THREADS = 64
-# Kernel 2 runs one thread per quartet for classes with at most this many integrals
-KERNEL2_THREAD_MAX_OUTPUTS = 256
+# Kernel 2 runs one thread per quartet for classes with at most this many integrals: measured
+# on the H200 with both forms on every class up to total 8, the thread form is the faster one
+# up to about 40 integrals and the block form above (reports/gpu/eri/tier2_bank)
+KERNEL2_THREAD_MAX_OUTPUTS = 40
 KERNEL2_FORMS = ("auto", "block", "thread")
 
 JK_TRANSFORM = r"""
