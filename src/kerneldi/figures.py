@@ -124,6 +124,8 @@ def fig4(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
             continue
         for col, label, style in series:
             ok = part[col].notna()
+            if not ok.any():  # a mode this run did not measure
+                continue
             ax.semilogy(
                 part["natm"][ok],
                 part[col][ok] * 1e3,

@@ -135,6 +135,9 @@ def write_records(folder: Path, fail: str | None = None) -> Path:
         | {"bank_request": "auto", "kernel2_request": "block"},
         measurement(cls, "tier2-only", "jk", 2e8, 2, kernel2="thread")
         | {"bank_request": "global", "kernel2_request": "auto"},
+        # full re-measured alone: the axis ablation must not set it against no-axis of the
+        # campaign
+        measurement(QuartetClass(1, 0, 1, 0), "full", "store", 8e8, 1),
     ]
     _jsonl(later / "measurements.jsonl", rows)
     (later / "device.json").write_text(json.dumps(device | {"command": "later"}))
@@ -160,6 +163,7 @@ def test_ablations_are_full_over_the_variant_with_missing_reasons(results):
     table = gpu_results.throughput_table(results.measurements, PEAK)
     axis = gpu_results.ablation_table(table, QUARTETS, "axis")
     assert np.allclose(axis["speedup"], RATES["full"] / RATES["no-axis"])
+    assert set(axis["source"]) == {"campaign"}  # not later's full against campaign's no-axis
     dsa = gpu_results.ablation_table(table, QUARTETS, "dsa").set_index("quartet")
     assert dsa.loc["(1,0|1,0)", "speedup"] == pytest.approx(4.0)
     assert np.isnan(dsa.loc["(1,1|1,0)", "speedup"])
@@ -189,7 +193,8 @@ def test_tier_choice_counts_classes_with_both_tiers(results, monkeypatch):
 
 def test_tier2_options_per_class(results):
     table = gpu_results.throughput_table(results.measurements, PEAK)
-    assert (table["source"] == "later").sum() == 3
+    assert (table["source"] == "later").sum() == 4
+    assert table["superseded"].sum() == 2  # campaign's (1,1|0,0) Tier 2 and (1,0|1,0) full
     options = gpu_results.tier2_options_table(table).set_index("class")
     row = options.loc["(1,1|0,0)"]
     assert (row["block_qps"], row["thread_qps"], row["global_bank_qps"]) == (6e8, 5e8, 2e8)
@@ -235,7 +240,10 @@ def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
     )  # fmt: skip
     assert "4 of 5 classes with both tiers measured (80%; goal 90%): **NOT MET**" in text
     assert "Not the faster one: (1,1|0,0)." in text
-    assert "Re-measured (3 records, replacing the campaign's)" in text and "`later`" in text
+    assert (
+        "Re-measured (4 records, superseding earlier ones of the same measurement)" in text
+        and "`later`" in text
+    )
     assert "3.00x-3.00x (median 3.00x) over 1 classes" in text
     # 1e9 FLOP at 4e8 or 3e8 quartets/s per 1e6 quartets is far below 30% of 50 TFLOP/s
     assert "reach 30% of the measured peak" in text and "**NOT MET**" in text

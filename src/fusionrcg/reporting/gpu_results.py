@@ -6,7 +6,9 @@ peak reached in Tier 1, and verification against PySCF per class and output form
 A measurement record carries either numbers or an ``error`` (a kernel that did not compile or
 launch); such records stay in the tables as missing values with their reason. Later runs that
 re-measure some kernels (subfolders with their own ``measurements.jsonl`` and ``device.json``)
-replace the campaign's record of the same class, variant, epilogue and slot-bank request.
+supersede the earlier record of the same measurement (class, variant, epilogue, slot-bank
+request, Kernel 2 form): the tier tables use the latest record, while an ablation sets the full
+kernel against the ablated one measured in the same run, never across runs.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
     "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
     "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
-    "bank", "bank_request", "kernel2", "kernel2_request", "source", "error",
+    "bank", "bank_request", "kernel2", "kernel2_request", "source", "source_rank", "superseded",
+    "error",
 )  # fmt: skip
 # the ablations of the paper's Figs. 5(b), 6 and 7: the variant each one sets against full
 ABLATIONS = {"axis": "no-axis", "dsa": "no-dsa", "spherical": "no-spherical"}
@@ -59,19 +62,18 @@ def _measurement_key(record: pd.Series) -> tuple:
 
 
 def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResults:
-    """The campaign's records in ``folder``; the records of the subfolders ``remeasured``
-    (in order, later ones winning) replace those of the same measurement."""
+    """The campaign's records in ``folder`` and those of the subfolders ``remeasured`` (later
+    runs, in order); a record is ``superseded`` when a later run measured the same thing."""
     folder = Path(folder)
-    frames = [pd.DataFrame(read_jsonl(folder / "measurements.jsonl")).assign(source="campaign")]
+    records = pd.DataFrame(read_jsonl(folder / "measurements.jsonl"))
+    frames = [records.assign(source="campaign", source_rank=0)]
     devices = {}
-    for sub in remeasured:
-        frames.append(
-            pd.DataFrame(read_jsonl(folder / sub / "measurements.jsonl")).assign(source=sub)
-        )
+    for rank, sub in enumerate(remeasured, start=1):
+        records = pd.DataFrame(read_jsonl(folder / sub / "measurements.jsonl"))
+        frames.append(records.assign(source=sub, source_rank=rank))
         devices[sub] = json.loads((folder / sub / "device.json").read_text())
     merged = pd.concat(frames, ignore_index=True)
-    keys = merged.apply(_measurement_key, axis=1)
-    merged = merged[~keys.duplicated(keep="last")].reset_index(drop=True)
+    merged["superseded"] = merged.apply(_measurement_key, axis=1).duplicated(keep="last")
     return GpuResults(
         measurements=merged,
         device=json.loads((folder / "device.json").read_text()),
@@ -112,6 +114,11 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
     return df[list(THROUGHPUT_COLUMNS)].reset_index(drop=True)
 
 
+def current(throughput: pd.DataFrame) -> pd.DataFrame:
+    """The latest record of every measurement."""
+    return throughput[~throughput["superseded"].astype(bool)]
+
+
 def _rate(rows: pd.DataFrame, variant: str, epilogue: str) -> tuple[float, str | None, float]:
     """Quartets per second of one variant (NaN and the reason when not measured), and its
     tier."""
@@ -129,12 +136,21 @@ def ablation_table(
     throughput: pd.DataFrame, quartets: Sequence[str], ablation: str
 ) -> pd.DataFrame:
     """Per paper quartet (as the paper writes it; measured as its canonical class): full
-    against the ablated variant (``store`` epilogue), speedup = full / ablated."""
+    against the ablated variant (``store`` epilogue), speedup = full / ablated, both from the
+    latest run that measured both."""
     variant = ABLATIONS[ablation]
     rows = []
     for text in quartets:
         cls = QuartetClass.parse(text)
         measured = throughput[throughput["class"] == str(cls.canonical())]
+        store = measured[(measured["epilogue"] == "store") & measured["error"].isna()]
+        both = [
+            rank
+            for rank, run in store.groupby("source_rank")
+            if {"full", variant} <= set(run["variant"])
+        ]
+        # the latest run with both, else each variant's latest record
+        measured = measured[measured["source_rank"] == max(both)] if both else current(measured)
         full, full_err, full_tier = _rate(measured, "full", "store")
         other, other_err, other_tier = _rate(measured, variant, "store")
         missing = "; ".join(f"{v}: {e}" for v, e in (("full", full_err), (variant, other_err)) if e)
@@ -148,6 +164,7 @@ def ablation_table(
                 "speedup": full / other,
                 "full_tier": full_tier,
                 "ablated_tier": other_tier,
+                "source": measured["source"].iloc[0] if len(measured) else None,
                 "missing": missing or None,
             }
         )
@@ -168,7 +185,8 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
     """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput (Tier 2
     as the runtime runs it: its own slot-bank placement, the Kernel 2 form ``kernel2_form``
     picks), the faster tier (where both ran) and the model's tier."""
-    jk = throughput[(throughput["epilogue"] == "jk") & (throughput["bank_request"] == "auto")]
+    latest = current(throughput)
+    jk = latest[(latest["epilogue"] == "jk") & (latest["bank_request"] == "auto")]
     rows = []
     for cls, measured in jk.groupby("class", sort=False):
         form = kernel2_form(_output_shape(cls))
@@ -202,7 +220,8 @@ def tier2_options_table(throughput: pd.DataFrame) -> pd.DataFrame:
     """Tier 2 with the J/K epilogue measured in several forms, per class: slot bank as the
     generator places it with Kernel 2 as a block per quartet and as a thread per quartet, and
     the bank forced into global memory (Kernel 2 as the runtime picks)."""
-    t2 = throughput[(throughput["variant"] == "tier2-only") & (throughput["epilogue"] == "jk")]
+    latest = current(throughput)
+    t2 = latest[(latest["variant"] == "tier2-only") & (latest["epilogue"] == "jk")]
     t2 = t2[t2["error"].isna()]
     rows = []
     for cls, measured in t2.groupby("class", sort=False):
@@ -244,7 +263,8 @@ def tier_choice(tiers: pd.DataFrame) -> tuple[int, int]:
 def tier1_peak_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
     """Per class the model puts in Tier 1: the best fraction of the FP64 peak any of its Tier 1
     measurements reached, and which measurement that was."""
-    ok = throughput[(throughput["tier"] == 1) & throughput["error"].isna()]
+    latest = current(throughput)
+    ok = latest[(latest["tier"] == 1) & latest["error"].isna()]
     ok = ok[ok["class"].map(lambda c: tiers.get(c) == 1)]
     if ok.empty:
         return pd.DataFrame(columns=["class", "total", "fraction_of_peak", "flop_rate"])

@@ -13,7 +13,7 @@ import pandas as pd
 from qcbench.tables import to_markdown
 
 from ..angmom import QuartetClass
-from .gpu_results import ABLATIONS, GpuResults, tier_choice, unverified_classes
+from .gpu_results import ABLATIONS, GpuResults, current, tier_choice, unverified_classes
 
 PAPER_PLATFORM = "A100-80GB (sm_80, CUDA 12.4)"
 # Fig. 7's bar labels; the paper's text does not say which belongs to which quartet
@@ -139,7 +139,8 @@ def goals_section(
 
 
 def errors_table(throughput: pd.DataFrame) -> str:
-    bad = throughput[throughput["error"].notna()]
+    bad = current(throughput)
+    bad = bad[bad["error"].notna()]
     if bad.empty:
         return "Every planned measurement produced numbers."
     cols = ["class", "total", "variant", "epilogue", "error"]
@@ -180,7 +181,8 @@ def summary_markdown(
     runs = [f"Benchmarks ({counts.get('campaign', 0)} records): "
             f"{_device(device, device.get('fp64_fma_peak'))}"]  # fmt: skip
     runs += [
-        f"Re-measured ({counts.get(sub, 0)} records, replacing the campaign's): "
+        f"Re-measured ({counts.get(sub, 0)} records, superseding earlier ones of the same "
+        "measurement): "
         f"{_device(info, info.get('fp64_fma_peak'))}"
         for sub, info in results.remeasured.items()
     ]
@@ -212,7 +214,7 @@ def summary_markdown(
         _md(peak) if len(peak) else "No Tier 1 measurements.",
         "## Verification worst cases",
         _md(verification.sort_values("worst_normalized_error", ascending=False).head(10)),
-        f"## Measurements without numbers ({int(throughput['error'].notna().sum())})",
+        f"## Measurements without numbers ({int(current(throughput)['error'].notna().sum())})",
         errors_table(throughput),
     ]
     return "\n\n".join(sections)
