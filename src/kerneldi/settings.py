@@ -10,8 +10,10 @@ LEAF_ORDERS = ("auto", "optimal", "greedy")
 GRID_ORDERS = ("morton", "input")
 BASIS_ORDERS = ("cluster", "input")
 # GPU block-pair products: FP64 on the CUDA cores, FP64 on the tensor cores (DMMA),
-# or the paper's FP16-input / FP32-accumulate tensor-core mode.
-MMA_MODES = ("fp64", "fp64-tc", "fp16-tc")
+# or the paper's FP16-input / FP32-accumulate tensor-core mode; "auto" is FP64 on the tensor
+# cores where the GPU has them (compute capability 8.0 on) and d = 32, FP64 on the CUDA cores
+# otherwise (same accuracy; 1.4x-1.9x faster on the H200, reports/xc/gpu_summary.md).
+MMA_MODES = ("auto", "fp64", "fp64-tc", "fp16-tc")
 AO_CACHE = ("auto", "always", "never")
 
 
@@ -33,7 +35,7 @@ class Settings:
     basis_order: str = "cluster"
     leaf_order: str = "auto"
     optimal_leaf_max: int = 1500
-    mma: str = "fp64"
+    mma: str = "auto"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6

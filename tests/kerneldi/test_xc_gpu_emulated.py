@@ -162,6 +162,25 @@ def test_batches_evaluate_only_the_shells_of_their_kept_blocks(small):
     assert np.array_equal(sub.position[sub.rows], np.arange(len(sub.rows)))
 
 
+@pytest.mark.parametrize(
+    ("tensor_cores", "block_size", "mode"),
+    [(True, 32, "fp64-tc"), (False, 32, "fp64"), (True, 16, "fp64")],
+)
+def test_auto_product_mode(small, tensor_cores, block_size, mode):
+    """The default mode: FP64 tensor cores where the GPU has them and d = 32."""
+    from kerneldi.gpu.device import EmulatedDevice
+    from kerneldi.gpu.engine import GPUBlockEngine
+    from kerneldi.layout import make_layout
+    from kerneldi.settings import Settings
+
+    mol, grids, _ = small
+    settings = Settings(block_size=block_size)
+    assert settings.mma == "auto"
+    layout = make_layout(mol, grids.coords, grids.weights, None, settings)
+    eng = GPUBlockEngine(mol, layout, settings, 0, EmulatedDevice(tensor_cores=tensor_cores))
+    assert eng.settings.mma == mode and eng.stats()["mma"] == mode
+
+
 def test_dense_baseline_on_the_emulated_device(small):
     mol, grids, dm = small
     (n0, e0, v0), (n, e, v), _, _ = compare(mol, grids, dm, "m062x", "rks", engine="dense")

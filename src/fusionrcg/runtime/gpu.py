@@ -212,8 +212,7 @@ class GpuExecutor:
     def __init__(self, kernel_dir=None, arch: str | None = None) -> None:
         self.cp = _cupy()
         if arch is None:
-            major, minor = self.cp.cuda.Device().compute_capability
-            arch = f"sm_{major}{minor}"
+            arch = f"sm_{self.cp.cuda.Device().compute_capability}"  # CuPy gives "90" for 9.0
         if arch not in SUPPORTED_ARCHS:
             raise DeviceError(
                 f"GPU architecture {arch} not supported; need one of {SUPPORTED_ARCHS}"

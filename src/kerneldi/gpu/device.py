@@ -143,6 +143,10 @@ class CupyDevice:
     def ao_evaluator(self, mol):
         return GPU4PySCFAO(mol)
 
+    def fp64_tensor_cores(self) -> bool:
+        """FP64 MMA (DMMA) from compute capability 8.0 on."""
+        return int(self.xp.cuda.Device().compute_capability) >= 80  # CuPy gives "90" for 9.0
+
     def free_bytes(self) -> int:
         free, _ = self.xp.cuda.runtime.memGetInfo()
         return int(free + self.xp.get_default_memory_pool().free_bytes())
@@ -165,8 +169,9 @@ class EmulatedDevice:
 
     xp = np
 
-    def __init__(self, memory_bytes: float = 2e9):
+    def __init__(self, memory_bytes: float = 2e9, tensor_cores: bool = False):
         self.memory_bytes = memory_bytes
+        self.tensor_cores = tensor_cores  # what "auto" picks: the emulation runs either mode
 
     def kernels(self, d: int, mma: str) -> dict:
         from .emulate import EmulatedKernel, library, symbol
@@ -179,6 +184,9 @@ class EmulatedDevice:
 
     def ao_evaluator(self, mol):
         return PySCFAO(mol)
+
+    def fp64_tensor_cores(self) -> bool:
+        return self.tensor_cores
 
     def free_bytes(self) -> int:
         return int(self.memory_bytes)

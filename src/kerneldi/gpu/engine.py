@@ -64,6 +64,7 @@ class GPUBlockEngine:
         profile: bool = False,
     ):
         t_setup = time.perf_counter()
+        settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, device))
         kd.check_supported(settings.block_size, settings.mma)
         self.segment_blocks = segment_blocks
         xp = self.xp = device.xp
@@ -144,6 +145,7 @@ class GPUBlockEngine:
 
     def use_mma(self, mma: str) -> None:
         """Another product mode on the same blocks (the kernels are the only difference)."""
+        mma = kd.resolve_mma(dataclasses.replace(self.settings, mma=mma), self.device)
         kd.check_supported(self.layout.d, mma)
         self.kernels = self.device.kernels(self.layout.d, mma)
         self.mma = kd.MMA_CODES[mma]

@@ -22,6 +22,13 @@ def _align(nbytes: int) -> int:
     return (nbytes + 127) // 128 * 128
 
 
+def resolve_mma(settings, device) -> str:
+    """The product mode of ``settings`` on ``device``, "auto" resolved (see Settings)."""
+    if settings.mma != "auto":
+        return settings.mma
+    return "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
+
+
 def check_supported(block_size: int, mma: str) -> None:
     if mma not in MMA_CODES:
         raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
