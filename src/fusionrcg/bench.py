@@ -137,8 +137,8 @@ def measure(
         if kernel.tier is Tier.REGISTER:
             run = launch
         else:
-            form = kernel2_form(kernel.output_shape, kernel2)
-            contract = executor.contraction(kernel.output_shape, launch, dm, vj, vk, form)
+            form = kernel2_form(kernel.output_shape, kernel2, kernel.jk_kernel is not None)
+            contract = executor.contraction(kernel, launch, dm, vj, vk, form)
 
             def run() -> None:
                 launch()

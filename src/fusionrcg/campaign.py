@@ -39,7 +39,7 @@ def _shared_bank(cls: QuartetClass) -> bool:
 
 def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dict]:
     """Ablations on the paper's quartets (every variant, store), and both tiers with the J/K
-    epilogue on every class up to ``tier_max_total`` (the tier comparison) with both forms of
+    epilogue on every class up to ``tier_max_total`` (the tier comparison) with every form of
     Tier 2's Kernel 2, plus Tier 2 with its slot bank forced to global memory where it would be
     in shared memory (bank ablation)."""
     plan = []
@@ -50,7 +50,7 @@ def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dic
     for cls in canonical_classes():
         if cls.total <= tier_max_total:
             plan.append({"class": cls.tag, "variant": "tier1-only", "epilogue": "jk"})
-            for form in ("block", "thread"):
+            for form in ("generated", "block", "thread"):
                 plan.append(
                     {"class": cls.tag, "variant": "tier2-only", "epilogue": "jk", "kernel2": form}
                 )

@@ -15,7 +15,6 @@ from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.bench import Measurement
 from fusionrcg.reporting import gpu_results, gpu_summary
 from fusionrcg.reporting.gpu_figures import ablation_figure, tier_figure
-from fusionrcg.runtime import gpu as gpu_runtime
 from fusionrcg.verify import ClassErrors
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
@@ -121,19 +120,20 @@ def write_records(folder: Path, fail: str | None = None) -> Path:
     device = {"gpu": "Test GPU", "multiprocessors": 132, "fp64_fma_peak": PEAK, "command": "x"}
     (folder / "device.json").write_text(json.dumps(device))
     (folder / "verify_device.json").write_text(json.dumps({"gpu": "Test GPU"}))
-    # a later run re-measured Tier 2 of (1,1|0,0) (9 integrals: the runtime's Kernel 2 is a
-    # thread per quartet) with its bank in shared memory, both Kernel 2 forms (the thread form
-    # now beats Tier 1), and with the bank forced into global memory
+    # a later run re-measured Tier 2 of (1,1|0,0) with its bank in shared memory and every
+    # Kernel 2 form (the runtime's, generated, now beats Tier 1), and with the bank forced into
+    # global memory
     later = folder / "later"
     later.mkdir()
     cls = QuartetClass(1, 1, 0, 0)
     shared = {"bank": "shared", "tier": 2}
     rows = [
-        measurement(cls, "tier2-only", "jk", 5e8, kernel2="thread", **shared)
-        | {"bank_request": "auto", "kernel2_request": "thread"},
-        measurement(cls, "tier2-only", "jk", 6e8, kernel2="block", **shared)
-        | {"bank_request": "auto", "kernel2_request": "block"},
-        measurement(cls, "tier2-only", "jk", 2e8, 2, kernel2="thread")
+        measurement(cls, "tier2-only", "jk", qps, kernel2=form, **shared)
+        | {"bank_request": "auto", "kernel2_request": form}
+        for form, qps in (("generated", 5e8), ("block", 6e8), ("thread", 4e8))
+    ]
+    rows += [
+        measurement(cls, "tier2-only", "jk", 2e8, 2, kernel2="generated")
         | {"bank_request": "global", "kernel2_request": "auto"},
         # full re-measured alone: the axis ablation must not set it against no-axis of the
         # campaign
@@ -171,9 +171,9 @@ def test_ablations_are_full_over_the_variant_with_missing_reasons(results):
 
 
 def test_tier_choice_counts_classes_with_both_tiers(results, monkeypatch):
-    # Tier 2 as the runtime runs it; with every Kernel 2 a block per quartet the campaign's
-    # records count, and the re-measured (1,1|0,0) block-form record
-    monkeypatch.setattr(gpu_runtime, "KERNEL2_THREAD_MAX_OUTPUTS", 0)
+    # Tier 2 as the runtime runs it; with Kernel 2 a block per quartet the campaign's records
+    # count, and the re-measured (1,1|0,0) block-form record
+    monkeypatch.setattr(gpu_results, "kernel2_form", lambda shape: "block")
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers = gpu_results.tier_table(table, gpu_results.model_tiers(plans()))
     assert len(tiers) == len(canonical_classes(1))
@@ -193,12 +193,15 @@ def test_tier_choice_counts_classes_with_both_tiers(results, monkeypatch):
 
 def test_tier2_options_per_class(results):
     table = gpu_results.throughput_table(results.measurements, PEAK)
-    assert (table["source"] == "later").sum() == 4
+    assert (table["source"] == "later").sum() == 5
     assert table["superseded"].sum() == 2  # campaign's (1,1|0,0) Tier 2 and (1,0|1,0) full
     options = gpu_results.tier2_options_table(table).set_index("class")
     row = options.loc["(1,1|0,0)"]
-    assert (row["block_qps"], row["thread_qps"], row["global_bank_qps"]) == (6e8, 5e8, 2e8)
-    assert row["runtime_kernel2"] == "thread" and row["shared_over_global"] == pytest.approx(3.0)
+    qps = [row[f"{f}_qps"] for f in ("generated", "block", "thread", "global_bank")]
+    assert qps == [5e8, 6e8, 4e8, 2e8]
+    assert row["runtime_kernel2"] == "generated"
+    assert row["shared_over_global"] == pytest.approx(2.5)
+    assert row["generated_over_thread"] == pytest.approx(1.25)
     # the campaign's Tier 2 J/K records ran the block form, in global memory
     old = options.loc["(1,0|1,0)"]
     assert old["block_qps"] == 1e8 and np.isnan(old["thread_qps"]) and old["bank"] == "global"
@@ -217,16 +220,16 @@ def test_verification_per_class_and_form(results):
 def test_tier2_is_the_form_the_runtime_runs(results):
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers = gpu_results.tier_table(table, gpu_results.model_tiers(plans())).set_index("class")
-    # (1,1|0,0) has 9 integrals: Kernel 2 runs a thread per quartet (5e8, not block's 6e8)
+    # the runtime's Kernel 2 is the generated one (5e8, not the block form's 6e8)
     assert tiers.loc["(1,1|0,0)", "tier2_qps"] == 5e8
-    assert tiers.loc["(1,1|0,0)", "tier2_kernel2"] == "thread"
+    assert tiers.loc["(1,1|0,0)", "tier2_kernel2"] == "generated"
     # the campaign measured only the block form: not Tier 2 as it runs now
     assert np.isnan(tiers.loc["(1,0|0,0)", "tier2_qps"])
     assert gpu_results.tier_choice(tiers.reset_index()) == (0, 1)
 
 
 def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
-    monkeypatch.setattr(gpu_runtime, "KERNEL2_THREAD_MAX_OUTPUTS", 0)
+    monkeypatch.setattr(gpu_results, "kernel2_form", lambda shape: "block")
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers_by_class = gpu_results.model_tiers(plans())
     ablations = {a: gpu_results.ablation_table(table, QUARTETS, a) for a in gpu_results.ABLATIONS}
@@ -241,10 +244,10 @@ def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
     assert "4 of 5 classes with both tiers measured (80%; goal 90%): **NOT MET**" in text
     assert "Not the faster one: (1,1|0,0)." in text
     assert (
-        "Re-measured (4 records, superseding earlier ones of the same measurement)" in text
+        "Re-measured (5 records, superseding earlier ones of the same measurement)" in text
         and "`later`" in text
     )
-    assert "3.00x-3.00x (median 3.00x) over 1 classes" in text
+    assert "generated Kernel 2 over the run-time loop per quartet: 1.25x-1.25x" in text
     # 1e9 FLOP at 4e8 or 3e8 quartets/s per 1e6 quartets is far below 30% of 50 TFLOP/s
     assert "reach 30% of the measured peak" in text and "**NOT MET**" in text
     assert "Tier 1 fails to compile beyond total 12" in text

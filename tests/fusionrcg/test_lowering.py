@@ -75,6 +75,10 @@ def test_tier2_slot_bank_placement():
     assert shared.bank_threads == SHARED_BANK_THREADS
     assert "extern __shared__ double frcg_bank[];" in shared.source
     assert "__noinline__" not in shared.source  # one segment, one Phase 2 function: inlined
+    # the generated Kernel 2 travels in the same source (CUDA only)
+    assert shared.jk_kernel == f"{shared.name}_jk" and f"void {shared.jk_kernel}(" in shared.source
+    assert shared.source.count("FRCG_JK(") == 1 + 135  # the macro and one per integral
+    assert lower(plan, "cpp", "store").jk_kernel is None
     forced = lower(plan, "cuda", "store", bank="global")
     assert forced.bank_threads == 0 and "frcg_bank" not in forced.source
     assert lower(plan, "cpp", "store").bank_threads == 0  # the host has no shared memory

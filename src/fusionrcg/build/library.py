@@ -75,6 +75,7 @@ class LibraryKernel:
     output_shape: tuple[int, int, int, int]
     n_slots: int
     bank_threads: int  # Tier 2 with its slot bank in shared memory: threads per block; 0: global
+    jk_kernel: str | None  # Tier 2 on the GPU: the generated Kernel 2 in the same binary
     program: Phase2Program | None
     flops: Flops
     report: PtxasReport | None
@@ -116,6 +117,7 @@ def _load(entry: Path, cached: bool) -> LibraryKernel:
         output_shape=tuple(info["output_shape"]),
         n_slots=info["n_slots"],
         bank_threads=info["bank_threads"],
+        jk_kernel=info["jk_kernel"],
         program=program,
         flops=Flops(**info["flops"]),
         report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
@@ -205,6 +207,7 @@ def get_kernel(
         "output_shape": list(plan.graph.output_shape),
         "n_slots": kernel.n_slots,
         "bank_threads": kernel.bank_threads,
+        "jk_kernel": kernel.jk_kernel,
         "flops": asdict(plan.flops),
         "ptxas": report.as_dict() if report else None,
     }

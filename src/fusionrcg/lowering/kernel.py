@@ -11,9 +11,11 @@ Boys function) and differ in where values live:
   Phase 2 as straight-line non-inlined functions generated from the layout's program (values
   in registers within a function, in their slots between functions), or, for programs longer
   than ``PHASE2_COMPILED_MAX``, that program executed by the kernel from the buffer; the
-  integrals go to the output buffer, from which the runtime's contraction kernel (Kernel 2)
-  builds J and K. On the GPU the slot bank is in shared memory when a warp's bank fits
-  (``SHARED_BANK_MAX_BYTES``), in the global buffer otherwise.
+  integrals go to the output buffer, from which Kernel 2 builds J and K. On the GPU the slot
+  bank is in shared memory when a warp's bank fits (``SHARED_BANK_MAX_BYTES``), in the global
+  buffer otherwise, and the source also holds a generated Kernel 2 (``<name>_jk``): one thread
+  per quartet folding the class's integrals, read back from the output buffer, into J and K
+  with the same unrolled updates as Tier 1's J/K epilogue.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class KernelSource:
     n_slots: int  # per quartet in the slot buffer (0 for Tier 1)
     layout: Tier2Layout | None
     bank_threads: int = 0  # threads per block with the slot bank in shared memory; 0: global
+    jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
 
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
@@ -225,6 +228,27 @@ def _tier1_body(plan: ClassPlan, epilogue: Epilogue) -> list[str]:
         for k, v in enumerate(g.hrr.outputs):
             lines.append(f"OUT({k}) = {hname(v)};")
     return lines
+
+
+JK_KERNEL_ARGS = """const int n, const int* __restrict__ quartets,
+    const double* __restrict__ qscale, const int* __restrict__ seg_ao,
+    const double* __restrict__ ints, const long long stride, const int nao,
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
+
+
+def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
+    """Kernel 2 generated for the class: integral k of quartet q at ints[k * stride + q]."""
+    lines = [
+        "const int q = blockIdx.x * blockDim.x + threadIdx.x;",
+        "if (q >= n) return;",
+        "const double sq = qscale[q];",
+        "const int oa = seg_ao[quartets[4 * q]], ob = seg_ao[quartets[4 * q + 1]];",
+        "const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];",
+    ]
+    shape = plan.graph.output_shape
+    for k, (i, j, kk, ll) in enumerate(product(*(range(s) for s in shape))):
+        lines.append(f"FRCG_JK({i}, {j}, {kk}, {ll}, ints[(size_t){k} * stride + q]);")
+    return f"{target.kernel} {name}({JK_KERNEL_ARGS})\n{{\n{_indent(lines)}\n}}\n"
 
 
 def _record_type(plan: ClassPlan, name: str) -> str:
@@ -407,6 +431,7 @@ def lower(
     ]
     layout = None
     bank_threads = 0
+    jk_kernel = None
     if tier is Tier.REGISTER:
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
@@ -425,8 +450,13 @@ def lower(
         body = _tier2_body(plan, layout, name, segment_size, compiled, shared)
         n_slots = layout.n_slots
         bank_threads = SHARED_BANK_THREADS if shared else 0
+        if tgt.name == "cuda":
+            jk_kernel = f"{name}_jk"
+            parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
     parts.append(f"{tgt.kernel} {name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
     source = "\n".join(p for p in parts if p)
-    return KernelSource(name, tgt.name, tier, epi, source, n_out, n_slots, layout, bank_threads)
+    return KernelSource(
+        name, tgt.name, tier, epi, source, n_out, n_slots, layout, bank_threads, jk_kernel
+    )

@@ -218,34 +218,35 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
 
 def tier2_options_table(throughput: pd.DataFrame) -> pd.DataFrame:
     """Tier 2 with the J/K epilogue measured in several forms, per class: slot bank as the
-    generator places it with Kernel 2 as a block per quartet and as a thread per quartet, and
-    the bank forced into global memory (Kernel 2 as the runtime picks)."""
+    generator places it with each Kernel 2 form (generated, block per quartet, thread per
+    quartet), and the bank forced into global memory with the runtime's Kernel 2 form."""
     latest = current(throughput)
     t2 = latest[(latest["variant"] == "tier2-only") & (latest["epilogue"] == "jk")]
     t2 = t2[t2["error"].isna()]
     rows = []
     for cls, measured in t2.groupby("class", sort=False):
         auto = measured[measured["bank_request"] == "auto"]
-        forced = measured[measured["bank_request"] == "global"]
-        rows.append(
-            {
-                "class": cls,
-                "total": int(measured["total"].iloc[0]),
-                "slots_per_quartet": int(measured["slots_per_quartet"].iloc[0]),
-                "bank": auto["bank"].iloc[0] if len(auto) else None,
-                "block_qps": _best(auto[auto["kernel2"] == "block"]),
-                "thread_qps": _best(auto[auto["kernel2"] == "thread"]),
-                "global_bank_qps": _best(forced),
-                "runtime_kernel2": kernel2_form(_output_shape(cls)),
-            }
-        )
+        form = kernel2_form(_output_shape(cls))
+        forced = measured[(measured["bank_request"] == "global") & (measured["kernel2"] == form)]
+        row = {
+            "class": cls,
+            "total": int(measured["total"].iloc[0]),
+            "slots_per_quartet": int(measured["slots_per_quartet"].iloc[0]),
+            "bank": auto["bank"].iloc[0] if len(auto) else None,
+        }
+        for f in ("generated", "block", "thread"):
+            row[f"{f}_qps"] = _best(auto[auto["kernel2"] == f])
+        row["runtime_kernel2"] = form
+        row["global_bank_qps"] = _best(forced)
+        rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    table["thread_over_block"] = table["thread_qps"] / table["block_qps"]
-    best = table[["block_qps", "thread_qps"]].max(axis=1)
+    for f in ("block", "thread"):
+        table[f"generated_over_{f}"] = table["generated_qps"] / table[f"{f}_qps"]
+    runtime = table.apply(lambda r: r[f"{r['runtime_kernel2']}_qps"], axis=1)
     table["shared_over_global"] = np.where(
-        table["bank"] == "shared", best / table["global_bank_qps"], np.nan
+        table["bank"] == "shared", runtime / table["global_bank_qps"], np.nan
     )
     return table.sort_values(["total", "class"], kind="stable").reset_index(drop=True)
 

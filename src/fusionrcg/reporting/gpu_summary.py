@@ -169,7 +169,8 @@ def tier2_options_section(options: pd.DataFrame) -> str:
     for col, what in (
         ("shared_over_global", "slot bank in shared memory over the same kernel with the bank "
          "in global memory"),
-        ("thread_over_block", "Kernel 2 as a thread per quartet over a block per quartet"),
+        ("generated_over_block", "generated Kernel 2 over Kernel 2 as a block per quartet"),
+        ("generated_over_thread", "generated Kernel 2 over the run-time loop per quartet"),
     ):  # fmt: skip
         ratio = options[col].dropna()
         if len(ratio):

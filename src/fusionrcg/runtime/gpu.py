@@ -1,7 +1,8 @@
 """GPU executor: generated cubins launched through CuPy, plus Kernel 2 (the J/K contraction of
-Tier 2) in two forms: one thread block per quartet staging its integrals and density tiles in
-shared memory (``block``), or one thread per quartet folding each integral into J and K with
-atomic adds as Tier 1's epilogue does (``thread``, for classes with few integrals)."""
+Tier 2) in three forms: the class's own generated kernel in the Tier 2 binary, one thread per
+quartet with the integral loop unrolled at compile time (``generated``); one thread block per
+quartet staging its integrals and density tiles in shared memory (``block``); or one thread
+per quartet looping over the integrals at run time (``thread``)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ from .launch import DeviceError, _batches, _program
 
 THREADS = 128
 JK_THREADS = 64
-# Kernel 2 runs one thread per quartet for classes with at most this many integrals: measured
-# on the H200 with both forms on every class up to total 8, the thread form is the faster one
-# up to about 40 integrals and the block form above (reports/gpu/eri/tier2_bank)
+# Without a generated Kernel 2, the thread form runs classes with at most this many integrals:
+# on the H200 it is the faster of the two run-time forms up to about 40 integrals, the block
+# form above (reports/gpu/eri/tier2_bank)
 KERNEL2_THREAD_MAX_OUTPUTS = 40
-KERNEL2_FORMS = ("auto", "block", "thread")
+KERNEL2_FORMS = ("auto", "generated", "block", "thread")
 
 JK_TRANSFORM = r"""
 extern "C" __global__ void frcg_jk_transform(
@@ -167,12 +168,15 @@ def _jk_transform(form: str):
     return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(name)
 
 
-def kernel2_form(shape, form: str = "auto") -> str:
-    """The Kernel 2 form for a class with integrals of ``shape``: ``form`` unless "auto"."""
+def kernel2_form(shape, form: str = "auto", generated: bool = True) -> str:
+    """The Kernel 2 form for a class with integrals of ``shape``: ``form`` unless "auto";
+    ``generated``: whether the Tier 2 binary holds a generated Kernel 2."""
     if form not in KERNEL2_FORMS:
         raise ValueError(f"unknown Kernel 2 form {form!r}; one of {', '.join(KERNEL2_FORMS)}")
     if form != "auto":
         return form
+    if generated:
+        return "generated"
     return "thread" if int(np.prod(shape)) <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
 
 
@@ -276,39 +280,29 @@ class GpuExecutor:
             parts.append(self.cp.asnumpy(launch.out).T)
         return np.concatenate(parts) if parts else np.empty((0, kernel.n_outputs))
 
-    def contraction(self, shape, launch: Launch, dm, vj, vk, form: str = "auto"):
-        """Kernel 2 over the integrals of ``launch`` (call after it), in ``form``
+    def contraction(self, kernel: LibraryKernel, launch: Launch, dm, vj, vk, form="auto"):
+        """Kernel 2 of ``kernel`` over the integrals of ``launch`` (call after it), in ``form``
         (``kernel2_form``)."""
-        form = kernel2_form(shape, form)
+        shape = kernel.output_shape
+        form = kernel2_form(shape, form, generated=kernel.jk_kernel is not None)
+        n = int(launch.args[0])
+        quartets, scales, seg_ao = launch.args[1], launch.args[2], launch.args[5]
+        head = (np.int32(n), quartets, scales, seg_ao, launch.out, np.int64(n))
+        tail = (np.int32(vj.shape[0]), dm, vj, vk)
+        grid = ((n + THREADS - 1) // THREADS,)
+        if form == "generated":
+            if kernel.jk_kernel is None:
+                raise DeviceError(f"{kernel.name} has no generated Kernel 2")
+            fn = _function(kernel.binary, kernel.jk_kernel)
+            return lambda: fn(grid, (THREADS,), head + tail)
         kernel2 = _jk_transform(form)
-        smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2) if form == "block" else 0
+        args = head + tuple(np.int32(x) for x in shape) + tail
+        if form == "thread":
+            return lambda: kernel2(grid, (THREADS,), args)
+        smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
         if smem > kernel2.max_dynamic_shared_size_bytes:
             kernel2.max_dynamic_shared_size_bytes = smem
-        n = int(launch.args[0])
-        sizes = tuple(np.int32(x) for x in shape)
-        quartets, scales, seg_ao = launch.args[1], launch.args[2], launch.args[5]
-        nao = np.int32(vj.shape[0])
-        args = (
-            np.int32(n),
-            quartets,
-            scales,
-            seg_ao,
-            launch.out,
-            np.int64(n),
-            *sizes,
-            nao,
-            dm,
-            vj,
-            vk,
-        )
-
-        def run() -> None:
-            if form == "block":
-                kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
-            else:
-                kernel2(((n + THREADS - 1) // THREADS,), (THREADS,), args)
-
-        return run
+        return lambda: kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
 
     def jk(self, cls, variant, spherical, quartets, scales, basis: SegmentedBasis, dm):
         cp = self.cp
@@ -323,5 +317,5 @@ class GpuExecutor:
             for lo, hi in _batches(len(quartets), _global_slots(kernel)):
                 launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
                 launch()
-                self.contraction(kernel.output_shape, launch, dmd, vj, vk)()
+                self.contraction(kernel, launch, dmd, vj, vk)()
         return cp.asnumpy(vj), cp.asnumpy(vk)
