@@ -1,8 +1,9 @@
 """GPU executor: generated cubins launched through CuPy, plus Kernel 2 (the J/K contraction of
 Tier 2) in three forms: the class's own generated kernel in the Tier 2 binary, one thread per
-quartet with the integral loop unrolled at compile time (``generated``); one thread block per
-quartet staging its integrals and density tiles in shared memory (``block``); or one thread
-per quartet looping over the integrals at run time (``thread``)."""
+quartet with the integral loop unrolled at compile time (``generated``, small classes); one
+thread block per quartet staging its integrals and density tiles in shared memory (``block``,
+larger classes); or one thread per quartet looping over the integrals at run time
+(``thread``, where a binary has no generated kernel)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ JK_THREADS = 64
 # on the H200 it is the faster of the two run-time forms up to about 40 integrals, the block
 # form above (reports/gpu/eri/tier2_bank)
 KERNEL2_THREAD_MAX_OUTPUTS = 40
+# With it, the generated Kernel 2 runs classes with at most this many integrals, the block form
+# the larger ones: measured with all three forms on every class up to total 8, the generated
+# form is the fastest up to 49 integrals and the block form from about 63 on, where its
+# shared-memory contraction saves most of the atomic updates (reports/gpu/eri/kernel2_generated)
+KERNEL2_GENERATED_MAX_OUTPUTS = 60
 KERNEL2_FORMS = ("auto", "generated", "block", "thread")
 
 JK_TRANSFORM = r"""
@@ -175,9 +181,10 @@ def kernel2_form(shape, form: str = "auto", generated: bool = True) -> str:
         raise ValueError(f"unknown Kernel 2 form {form!r}; one of {', '.join(KERNEL2_FORMS)}")
     if form != "auto":
         return form
+    n = int(np.prod(shape))
     if generated:
-        return "generated"
-    return "thread" if int(np.prod(shape)) <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
+        return "generated" if n <= KERNEL2_GENERATED_MAX_OUTPUTS else "block"
+    return "thread" if n <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
 
 
 def _global_slots(kernel: LibraryKernel) -> int:
