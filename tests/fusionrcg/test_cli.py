@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 
@@ -34,3 +35,16 @@ def test_graph_text_and_variant(capsys):
 def test_graph_bad_input(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (no GPU needed)")
+def test_build_json(capsys, tmp_path):
+    argv = ["build", "--quartet", "2,1,1,1", "--json", "--kernel-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["class"] == "(2,1|1,1)" and out["tier"] == 2
+    assert out["slot_bank"] == "shared" and out["kernel2"] == f"{out['kernel']}_jk"
+    assert out["registers"] <= 255 and out["spill_store_bytes"] >= 0
+    assert main(["build", "--quartet", "2,0,2,0", "--json", "--kernel-dir", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tier"] == 1 and out["spill_store_bytes"] == 0 and out["slot_bank"] is None
