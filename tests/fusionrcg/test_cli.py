@@ -39,10 +39,10 @@ def test_graph_bad_input(capsys, argv, message):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (no GPU needed)")
 def test_build_json(capsys, tmp_path):
-    argv = ["build", "--quartet", "2,1,1,1", "--json", "--kernel-dir", str(tmp_path)]
-    assert main(argv) == 0
+    argv = ["build", "--quartet", "2,0,1,1", "--variant", "tier2-only", "--json"]
+    assert main([*argv, "--kernel-dir", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["class"] == "(2,1|1,1)" and out["tier"] == 2
+    assert out["class"] == "(2,0|1,1)" and out["tier"] == 2
     assert out["slot_bank"] == "shared" and out["kernel2"] == f"{out['kernel']}_jk"
     assert out["registers"] <= 255 and out["spill_store_bytes"] >= 0
     assert main(["build", "--quartet", "2,0,2,0", "--json", "--kernel-dir", str(tmp_path)]) == 0

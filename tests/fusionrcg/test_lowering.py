@@ -75,15 +75,18 @@ def test_tier2_slot_bank_placement():
     assert shared.bank_threads == SHARED_BANK_THREADS
     assert "extern __shared__ double frcg_bank[];" in shared.source
     assert "__noinline__" not in shared.source  # one segment, one Phase 2 function: inlined
-    # the generated Kernel 2 travels in the same source (CUDA only)
-    assert shared.jk_kernel == f"{shared.name}_jk" and f"void {shared.jk_kernel}(" in shared.source
-    assert shared.source.count("FRCG_JK(") == 1 + 135  # the macro and one per integral
+    # the generated Kernel 2 travels in the same source (CUDA only), for few integrals
+    small = lower(plan_class(QuartetClass(2, 0, 1, 1), "tier2-only"), "cuda", "store")
+    assert small.jk_kernel == f"{small.name}_jk" and f"void {small.jk_kernel}(" in small.source
+    assert small.source.count("FRCG_JK(") == 1 + 45  # the macro and one per integral
+    assert shared.jk_kernel is None  # 135 integrals: Kernel 2 is the thread-block form
     assert lower(plan, "cpp", "store").jk_kernel is None
     forced = lower(plan, "cuda", "store", bank="global")
     assert forced.bank_threads == 0 and "frcg_bank" not in forced.source
     assert lower(plan, "cpp", "store").bank_threads == 0  # the host has no shared memory
-    big = plan_class(QuartetClass(2, 2, 2, 2))  # 1192 slots
+    big = plan_class(QuartetClass(2, 2, 2, 2))  # 1192 slots, 625 integrals
     assert lower(big, "cuda", "store").bank_threads == 0
+    assert lower(big, "cuda", "store").jk_kernel is None  # the block-form Kernel 2 runs there
     with pytest.raises(ValueError, match="does not fit"):
         lower(big, "cuda", "store", bank="shared")
     with pytest.raises(ValueError, match="unknown slot bank"):

@@ -13,9 +13,9 @@ Boys function) and differ in where values live:
   than ``PHASE2_COMPILED_MAX``, that program executed by the kernel from the buffer; the
   integrals go to the output buffer, from which Kernel 2 builds J and K. On the GPU the slot
   bank is in shared memory when a warp's bank fits (``SHARED_BANK_MAX_BYTES``), in the global
-  buffer otherwise, and the source also holds a generated Kernel 2 (``<name>_jk``): one thread
-  per quartet folding the class's integrals, read back from the output buffer, into J and K
-  with the same unrolled updates as Tier 1's J/K epilogue.
+  buffer otherwise, and for classes with few integrals the source also holds a generated
+  Kernel 2 (``<name>_jk``): one thread per quartet folding the class's integrals, read back
+  from the output buffer, into J and K with the same unrolled updates as Tier 1's J/K epilogue.
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ PHASE2_COMPILED_MAX = 40_000
 SHARED_BANK_THREADS = 32
 SHARED_BANK_MAX_BYTES = 96 * 1024
 BANKS = ("auto", "shared", "global")
+
+# The generated Kernel 2 is emitted for classes with at most this many integrals: measured with
+# every Kernel 2 form on every class up to total 8 on the H200, it is the fastest form up to 49
+# integrals and the thread-block form (a shared-memory contraction that saves most of the
+# atomic updates) from about 63 on (reports/gpu/eri/kernel2_generated); larger classes would
+# only carry a long kernel they never run.
+GENERATED_KERNEL2_MAX_OUTPUTS = 60
 
 
 @dataclass(frozen=True)
@@ -450,7 +457,7 @@ def lower(
         body = _tier2_body(plan, layout, name, segment_size, compiled, shared)
         n_slots = layout.n_slots
         bank_threads = SHARED_BANK_THREADS if shared else 0
-        if tgt.name == "cuda":
+        if tgt.name == "cuda" and n_out <= GENERATED_KERNEL2_MAX_OUTPUTS:
             jk_kernel = f"{name}_jk"
             parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]

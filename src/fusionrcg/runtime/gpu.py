@@ -17,6 +17,7 @@ from ..angmom import QuartetClass
 from ..build.compiler import SUPPORTED_ARCHS
 from ..build.library import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
+from ..lowering.kernel import GENERATED_KERNEL2_MAX_OUTPUTS
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
@@ -24,15 +25,11 @@ from .launch import DeviceError, _batches, _program
 
 THREADS = 128
 JK_THREADS = 64
-# Without a generated Kernel 2, the thread form runs classes with at most this many integrals:
-# on the H200 it is the faster of the two run-time forms up to about 40 integrals, the block
-# form above (reports/gpu/eri/tier2_bank)
+# The generated Kernel 2 runs where the binary has one (lowering.kernel's
+# GENERATED_KERNEL2_MAX_OUTPUTS); otherwise the thread form runs classes with at most this many
+# integrals, the faster of the two run-time forms there on the H200, and the block form above
+# (reports/gpu/eri/tier2_bank)
 KERNEL2_THREAD_MAX_OUTPUTS = 40
-# With it, the generated Kernel 2 runs classes with at most this many integrals, the block form
-# the larger ones: measured with all three forms on every class up to total 8, the generated
-# form is the fastest up to 49 integrals and the block form from about 63 on, where its
-# shared-memory contraction saves most of the atomic updates (reports/gpu/eri/kernel2_generated)
-KERNEL2_GENERATED_MAX_OUTPUTS = 60
 KERNEL2_FORMS = ("auto", "generated", "block", "thread")
 
 JK_TRANSFORM = r"""
@@ -174,16 +171,19 @@ def _jk_transform(form: str):
     return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(name)
 
 
-def kernel2_form(shape, form: str = "auto", generated: bool = True) -> str:
+def kernel2_form(shape, form: str = "auto", generated: bool | None = None) -> str:
     """The Kernel 2 form for a class with integrals of ``shape``: ``form`` unless "auto";
-    ``generated``: whether the Tier 2 binary holds a generated Kernel 2."""
+    ``generated``: whether the Tier 2 binary holds a generated Kernel 2 (by default, whether
+    the generator emits one for this size)."""
     if form not in KERNEL2_FORMS:
         raise ValueError(f"unknown Kernel 2 form {form!r}; one of {', '.join(KERNEL2_FORMS)}")
     if form != "auto":
         return form
     n = int(np.prod(shape))
+    if generated is None:
+        generated = n <= GENERATED_KERNEL2_MAX_OUTPUTS
     if generated:
-        return "generated" if n <= KERNEL2_GENERATED_MAX_OUTPUTS else "block"
+        return "generated"
     return "thread" if n <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
 
 
