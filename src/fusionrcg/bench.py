@@ -125,8 +125,8 @@ def measure(
     nprim = [int(basis.prim[basis.segments_with_l(l), 1].mean()) for l in cls.ls]
     per_quartet = kernel.flops.per_contracted_quartet(max(1, int(np.prod(nprim))))
     n = int(np.clip(TARGET_FLOPS_PER_LAUNCH / max(per_quartet, 1), MIN_QUARTETS, MAX_QUARTETS))
-    if kernel.n_slots and not kernel.bank_threads:  # the global slot buffer stays under 4 GiB
-        n = min(n, max(256, (4 << 30) // (8 * kernel.n_slots)))
+    if kernel.global_slots:  # the global slot buffer stays under 4 GiB
+        n = min(n, max(256, (4 << 30) // (8 * kernel.global_slots)))
     quartets = sample_quartets(basis, cls, n, seed)
     flops, mean_prims = quartet_flops(kernel.flops, basis, quartets)
     form = ""
@@ -155,6 +155,6 @@ def measure(
         mean_primitive_quartets=mean_prims, registers=r.registers,
         spill_store_bytes=r.spill_store_bytes, spill_load_bytes=r.spill_load_bytes,
         stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
-        bank="" if not kernel.n_slots else ("shared" if kernel.bank_threads else "global"),
+        bank=kernel.slot_bank or "",
         kernel2=form,
     )  # fmt: skip

@@ -54,7 +54,7 @@ def _build(args: argparse.Namespace) -> int:
         "stack_bytes": report.stack_bytes,
         "slots_per_quartet": built.n_slots,
         # Tier 2: where its slot bank lives, and its generated Kernel 2
-        "slot_bank": ("shared" if built.bank_threads else "global") if built.n_slots else None,
+        "slot_bank": built.slot_bank,
         "kernel2": built.jk_kernel,
         "compile_seconds": round(report.compile_seconds, 2),
         "cached": built.cached,

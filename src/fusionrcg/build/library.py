@@ -85,6 +85,18 @@ class LibraryKernel:
     def n_outputs(self) -> int:
         return int(np.prod(self.output_shape))
 
+    @property
+    def slot_bank(self) -> str | None:
+        """Where a Tier 2 kernel's slot bank is ("shared" or "global"); None for Tier 1."""
+        if not self.n_slots:
+            return None
+        return "shared" if self.bank_threads else "global"
+
+    @property
+    def global_slots(self) -> int:
+        """Slots per quartet in global memory (none when the bank is in shared memory)."""
+        return 0 if self.bank_threads else self.n_slots
+
 
 def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_size, bank) -> str:
     text = json.dumps(

@@ -49,16 +49,28 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
+    """Records of runs that predate the slot-bank and Kernel 2 options, in today's terms: no
+    request is "auto", a Tier 2 bank was in global memory and a Tier 2 J/K record ran Kernel 2
+    as a block per quartet."""
+    df = records.copy()
+    for col in ("bank", "bank_request", "kernel2", "kernel2_request", "slots_per_quartet", "error"):
+        if col not in df:
+            df[col] = np.nan
+    for col in ("bank_request", "kernel2_request"):
+        df[col] = df[col].where(df[col].notna(), "auto")
+    ok = df["error"].isna()
+    df.loc[ok & (df["slots_per_quartet"] > 0) & df["bank"].isna(), "bank"] = "global"
+    old = (df["variant"] == "tier2-only") & (df["epilogue"] == "jk") & df["kernel2"].isna()
+    df.loc[old, "kernel2"] = "block"
+    return df
+
+
 def _measurement_key(record: pd.Series) -> tuple:
-    """What a record measured: class, variant, epilogue, slot-bank request and the Kernel 2
-    form that ran (the campaign's Tier 2 J/K records ran the block form)."""
-    bank = record.get("bank_request")
-    form = record.get("kernel2")
-    if not isinstance(form, str) or not form:
-        tier2_jk = record["variant"] == "tier2-only" and record["epilogue"] == "jk"
-        form = "block" if tier2_jk else ""
+    """What a record measured: class, variant, epilogue, slot-bank request, Kernel 2 form."""
+    form = record["kernel2"] if isinstance(record["kernel2"], str) else ""
     return (str(_class_of(record)), record["variant"], record["epilogue"],
-            bank if isinstance(bank, str) else "auto", form)  # fmt: skip
+            record["bank_request"], form)  # fmt: skip
 
 
 def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResults:
@@ -72,7 +84,7 @@ def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResul
         records = pd.DataFrame(read_jsonl(folder / sub / "measurements.jsonl"))
         frames.append(records.assign(source=sub, source_rank=rank))
         devices[sub] = json.loads((folder / sub / "device.json").read_text())
-    merged = pd.concat(frames, ignore_index=True)
+    merged = _with_defaults(pd.concat(frames, ignore_index=True))
     merged["superseded"] = merged.apply(_measurement_key, axis=1).duplicated(keep="last")
     return GpuResults(
         measurements=merged,
@@ -102,14 +114,6 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
     df["class"] = classes.map(str)
     df["total"] = classes.map(lambda c: c.total)
     df["fraction_of_peak"] = df["flop_rate"] / peak
-    for col in ("bank_request", "kernel2_request"):
-        df[col] = df[col].where(df[col].notna(), "auto")
-    # the campaign's Tier 2 measurements predate the shared-memory bank and the thread form
-    # of Kernel 2
-    ok = df["error"].isna()
-    df.loc[ok & (df["slots_per_quartet"] > 0) & df["bank"].isna(), "bank"] = "global"
-    old = (df["variant"] == "tier2-only") & (df["epilogue"] == "jk") & df["kernel2"].isna()
-    df.loc[old & ok, "kernel2"] = "block"
     df["error"] = df["error"].where(df["error"].notna(), None)
     return df[list(THROUGHPUT_COLUMNS)].reset_index(drop=True)
 

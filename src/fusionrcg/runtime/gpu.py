@@ -187,11 +187,6 @@ def kernel2_form(shape, form: str = "auto", generated: bool | None = None) -> st
     return "thread" if n <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
 
 
-def _global_slots(kernel: LibraryKernel) -> int:
-    """Slots per quartet in global memory (none when the bank is in shared memory)."""
-    return 0 if kernel.bank_threads else kernel.n_slots
-
-
 @dataclass
 class DeviceBasis:
     xyz: object
@@ -263,7 +258,7 @@ class GpuExecutor:
         threads, smem = THREADS, 0
         if kernel.bank_threads:  # the slot bank is in shared memory
             threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
-        buf = cp.empty(1 if smem else max(1, kernel.n_slots * n))
+        buf = cp.empty(max(1, kernel.global_slots * n))
         *prog, p2_len = _program(kernel)
         prog = [cp.asarray(a) for a in prog]
         dmd = cp.asarray(dm) if dm is not None else cp.zeros(1)
@@ -281,7 +276,7 @@ class GpuExecutor:
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         parts = []
-        for lo, hi in _batches(len(quartets), _global_slots(kernel)):
+        for lo, hi in _batches(len(quartets), kernel.global_slots):
             launch = self.prepare(kernel, quartets[lo:hi], basis)
             launch()
             parts.append(self.cp.asnumpy(launch.out).T)
@@ -321,7 +316,7 @@ class GpuExecutor:
         if kernel.tier is Tier.REGISTER:
             self.prepare(kernel, quartets, basis, scales, dmd, vj, vk)()
         else:
-            for lo, hi in _batches(len(quartets), _global_slots(kernel)):
+            for lo, hi in _batches(len(quartets), kernel.global_slots):
                 launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
                 launch()
                 self.contraction(kernel, launch, dmd, vj, vk)()

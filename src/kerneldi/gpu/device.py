@@ -102,15 +102,10 @@ class GPU4PySCFAO:
         return AOSubset(rows, _positions(rows, int(ao_loc[-1])), screening)
 
     def __call__(self, coords, deriv: int, subset: AOSubset | None = None):
-        if subset is None:
-            ao = self._gni.eval_ao(
-                self.sorted_mol, coords, deriv=deriv, gdftopt=self.opt, transpose=False
-            )
-        else:
-            ao = self._gni.eval_ao(
-                self.sorted_mol, coords, deriv=deriv, gdftopt=self.opt, transpose=False,
-                screening_info=subset.screening,
-            )  # fmt: skip
+        ao = self._gni.eval_ao(
+            self.sorted_mol, coords, deriv=deriv, gdftopt=self.opt, transpose=False,
+            screening_info=None if subset is None else subset.screening,
+        )  # fmt: skip
         return ao[None] if deriv == 0 else ao
 
     def _check(self, cupy) -> None:
