@@ -196,3 +196,15 @@ class BlockPattern:
             shared += m @ m.T
         p, r = np.nonzero(np.triu(shared))
         return np.stack([p, r], axis=1).astype(np.int32)
+
+
+def pair_fractions(counts: dict) -> dict:
+    """Executed over candidate block products of the last density and potential, and the
+    density form that ran (engines' ``counts``)."""
+    out = {}
+    for kind in ("density", "potential"):
+        if f"{kind}_pairs" in counts:
+            out[f"{kind}_pair_fraction"] = counts[f"{kind}_pairs"] / counts[f"{kind}_candidates"]
+    if "density_form" in counts:
+        out["density_form"] = counts["density_form"]
+    return out

@@ -14,13 +14,15 @@ import time
 import numpy as np
 from pyscf.dft import numint as pyscf_numint
 
-from .blocks import BlockPattern, block_maxnorm, tiles
+from . import forms
+from .blocks import BlockPattern, block_maxnorm, pair_fractions, tiles
 from .integrate import AO_DERIV, NVAR
 from .layout import Layout
 from .settings import Settings
 
 CHUNK_BLOCKS = 2048  # grid blocks per chunk: bounds the gathered temporaries
 SETUP_BLOCKS = 256  # grid blocks per AO evaluation batch
+ORBITAL_CHUNK_BYTES = 2e8  # bounds R = C^T Phi of one chunk of grid blocks
 
 
 def eval_ao_rows(mol, coords: np.ndarray, deriv: int) -> np.ndarray:
@@ -115,10 +117,19 @@ class CPUBlockEngine:
         dmp = np.asarray(dm, dtype=np.float64)[np.ix_(lay.basis_perm, lay.basis_perm)]
         return tiles(dmp, lay.d), block_maxnorm(dmp, lay.d)
 
-    # -- Eq. 4: rho, grad rho, tau from R = D Phi on kept blocks ----------------------------
-    def density(self, dm: np.ndarray, xctype: str) -> np.ndarray:
+    # -- Eq. 4: rho, grad rho, tau from R = D Phi (or C^T Phi) on kept blocks ----------------
+    def density(self, dm: np.ndarray, xctype: str, orbitals=None) -> np.ndarray:
+        """rho (and grad rho, tau) from R = D Phi, or from R = C^T Phi when ``orbitals``
+        (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
         lay, st, d = self.layout, self.settings, self.layout.d
         dt, dmax = self._dm_tiles(dm)
+        form = forms.choose(
+            st.density_form, orbitals, np.diff(self.pattern.col_ptr), xctype, d,
+            lambda: float((dmax >= st.t_b).mean()),
+        )  # fmt: skip
+        self.counts["density_form"] = form
+        if form == "orbitals":
+            return self._density_orbitals(np.asarray(orbitals), xctype)
         rho = np.zeros((NVAR[xctype], lay.ngb, d))
         # LDA and tau are symmetric in (p, q): half the pairs, off-diagonal ones twice.
         # The GGA gradient needs R = D Phi for every (p, q) and no derivative products.
@@ -150,6 +161,37 @@ class CPUBlockEngine:
                 self._contract(rho, gp, data[bp - b0], r, xctype)
         self.counts["density_pairs"] = executed
         self.counts["density_candidates"] = lay.nbb**2 * lay.ngb
+        return rho.reshape(len(rho), -1)[:, : lay.npts]
+
+    def _density_orbitals(self, orbitals: np.ndarray, xctype: str) -> np.ndarray:
+        """rho = sum_i |R_i|^2 with R = C^T Phi over the kept blocks; the products the GPU's
+        kd_density_orb executes (tile [o, q] at grid block g when max|C_oq| max|Phi_qg| >= t_d)."""
+        lay, st, d = self.layout, self.settings, self.layout.d
+        ct, cmax = forms.orbital_tiles(orbitals, lay.basis_perm, lay.nao_pad, d, np)
+        nob = len(ct)
+        nr = 1 if xctype == "LDA" else 4  # the gradient needs C^T grad Phi
+        rho = np.zeros((NVAR[xctype], lay.ngb, d))
+        executed = 0
+        chunk = max(1, int(ORBITAL_CHUNK_BYTES // (nr * nob * d * d * 8)))
+        for g0, g1 in _chunks(lay.ngb, chunk):
+            data = self._chunk_data(g0, g1)
+            b0 = self.pattern.col_ptr[g0]
+            r = np.zeros((g1 - g0, nr, nob, d, d))  # (grid block, comp, orbital block, orb, point)
+            for p, (gp, bp) in enumerate(self._rows_in(g0, g1)):
+                if len(gp) == 0:
+                    continue
+                keep = cmax[:, p, None] * self.phimax[bp][None, :] >= st.t_d  # (nob, blocks)
+                executed += int(keep.sum())
+                prod = np.matmul(ct[:, p, None, None], data[None, bp - b0, :nr])
+                r[gp - g0] += (prod * keep[:, :, None, None, None]).transpose(1, 2, 0, 3, 4)
+            r = r.reshape(g1 - g0, nr, nob * d, d)
+            rho[0, g0:g1] = np.einsum("gui,gui->gi", r[:, 0], r[:, 0])
+            if xctype != "LDA":
+                rho[1:4, g0:g1] = 2 * np.einsum("gui,gkui->kgi", r[:, 0], r[:, 1:4])
+            if xctype == "MGGA":
+                rho[4, g0:g1] = 0.5 * np.einsum("gkui,gkui->gi", r[:, 1:4], r[:, 1:4])
+        self.counts["density_pairs"] = executed
+        self.counts["density_candidates"] = nob * lay.nbb * lay.ngb
         return rho.reshape(len(rho), -1)[:, : lay.npts]
 
     @staticmethod
@@ -235,12 +277,7 @@ class CPUBlockEngine:
             "ao_cached": self.data is not None,
             "setup_seconds": self.setup_seconds,
         }
-        for kind in ("density", "potential"):
-            if f"{kind}_pairs" in self.counts:
-                out[f"{kind}_pair_fraction"] = (
-                    self.counts[f"{kind}_pairs"] / self.counts[f"{kind}_candidates"]
-                )
-        return out
+        return out | pair_fractions(self.counts)
 
 
 class CPUDenseEngine:
@@ -268,7 +305,8 @@ class CPUDenseEngine:
             else:
                 yield i0, i1, eval_ao_rows(self.mol, self.layout.coords[i0:i1], self.deriv)
 
-    def density(self, dm: np.ndarray, xctype: str) -> np.ndarray:
+    def density(self, dm: np.ndarray, xctype: str, orbitals=None) -> np.ndarray:
+        """R = D Phi on every AO (the paper's dense baseline; ``orbitals`` are not used)."""
         dm = np.asarray(dm, dtype=np.float64)
         rho = np.empty((NVAR[xctype], self.layout.npts))
         for i0, i1, ao in self._batches():

@@ -87,6 +87,9 @@ def sweep_table(results: dict) -> pd.DataFrame:
             row["ours_fp64_recompute_s"] = r.get("ours_fp64_recompute", {}).get("median_s")
             row["d_exc_fp64_vs_exc_cublas"] = ours.get("vs_exc_cublas", {}).get("d_exc", np.nan)
             pf = ours.get("pair_fractions", {})
+            # records from before the orbital form ran R = D Phi
+            row["density_form"] = pf.get("density_form", "matrix")
+            row["ours_matrix_form_s"] = r.get("ours_matrix_form", {}).get("median_s", np.nan)
             row["density_pair_fraction"] = pf.get("density_pair_fraction")
             row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
             # one call timed phase by phase; "other" is the functional (libxc) and host work
@@ -250,6 +253,8 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "ours_fp64-tc_s",
             "ours_fp16-tc_s",
             "ours_fp64_recompute_s",
+            "density_form",
+            "ours_matrix_form_s",
             "best_fp64_s",
             "exc_cublas_s",
             "gpu4pyscf_s",
@@ -264,7 +269,10 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
         lines += ["", "## EXC energy time (M06-2X, grid level 4; seconds, medians)", ""]
         lines.append(
             "Speedups use the faster FP64 mode (CUDA cores or tensor cores); the engine's setup "
-            "(orders, blocks, AO cache) is the first call, paid once per geometry and grid."
+            "(orders, blocks, AO cache) is the first call, paid once per geometry and grid. "
+            "density_form: the densities from R = D Phi (matrix, the paper's) or from the "
+            "occupied orbitals the SCF density carries (orbitals, chosen by the estimated block "
+            "products); ours_matrix_form_s: the same call with R = D Phi where the orbitals ran."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))

@@ -3,7 +3,8 @@
 It follows PySCF's ``nr_rks``/``nr_uks`` term by term (Eqs. 1-5): ``nelec = sum w rho``,
 ``Exc = sum w rho eps``, ``wv = w v`` with the GGA density term halved because the engine
 returns ``F + F^T`` and the tau term halved for tau = 1/2 |grad phi|^2. Engines provide
-``density(dm, xctype)`` (rows: rho, grad rho, tau) and ``potential(wv, xctype)``.
+``density(dm, xctype, orbitals)`` (rows: rho, grad rho, tau; ``orbitals`` C sqrt(n) of D or
+None, see ``forms.py``) and ``potential(wv, xctype)``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class Engine(Protocol):
     xp: object
     weights: object
 
-    def density(self, dm, xctype: str): ...
+    def density(self, dm, xctype: str, orbitals=None): ...
 
     def potential(self, wv, xctype: str): ...
 
@@ -32,11 +33,11 @@ def _halve(wv, xctype: str):
     return wv
 
 
-def rks(engine: Engine, ni, xc_code: str, xctype: str, dm):
+def rks(engine: Engine, ni, xc_code: str, xctype: str, dm, orbitals=None):
     """(nelec, exc, vmat) of one closed-shell density matrix."""
     xp = engine.xp
     w = engine.weights
-    rho = engine.density(dm, xctype)
+    rho = engine.density(dm, xctype, orbitals)
     exc, vxc = ni.eval_xc_eff(xc_code, _libxc_rho(rho, xctype, ni), deriv=1, xctype=xctype, spin=0)[
         :2
     ]
@@ -47,12 +48,12 @@ def rks(engine: Engine, ni, xc_code: str, xctype: str, dm):
     return nelec, excsum, engine.potential(wv, xctype)
 
 
-def uks(engine: Engine, ni, xc_code: str, xctype: str, dma, dmb):
+def uks(engine: Engine, ni, xc_code: str, xctype: str, dma, dmb, orbitals=(None, None)):
     """((nelec_a, nelec_b), exc, (vmat_a, vmat_b)) of one spin-polarized density."""
     xp = engine.xp
     w = engine.weights
-    rho_a = engine.density(dma, xctype)
-    rho_b = engine.density(dmb, xctype)
+    rho_a = engine.density(dma, xctype, orbitals[0])
+    rho_b = engine.density(dmb, xctype, orbitals[1])
     rho = xp.stack([rho_a, rho_b])
     exc, vxc = ni.eval_xc_eff(xc_code, _libxc_rho(rho, xctype, ni), deriv=1, xctype=xctype, spin=1)[
         :2

@@ -17,6 +17,7 @@ from pyscf.dft import numint as pyscf_numint
 
 from . import integrate
 from .errors import BackendUnavailable, DensityMatrixError, FunctionalError, GridError, InputError
+from .forms import occupied_orbitals
 from .integrate import AO_DERIV
 from .layout import make_layout
 from .settings import Settings
@@ -123,13 +124,13 @@ class KerneLDIMixin:
         return dict(timer.seconds) | {"call": total}
 
     def update_settings(self, **changes) -> None:
-        """New settings; the pair threshold and the GPU product mode keep the block structure
-        already built, any other change rebuilds it on the next call."""
+        """New settings; the pair threshold, the GPU product mode and the density form keep
+        the block structure already built, any other change rebuilds it on the next call."""
         self.settings = dataclasses.replace(self.settings, **changes)
         eng = self._engine
         if eng is None:
             return
-        if set(changes) <= {"t_d", "mma"}:
+        if set(changes) <= {"t_d", "mma", "density_form"}:
             if "mma" in changes and hasattr(eng, "use_mma"):
                 eng.use_mma(changes["mma"])
             eng.settings = dataclasses.replace(eng.settings, **changes)
@@ -196,6 +197,13 @@ class KerneLDIMixin:
         # the engine uses D's symmetry; (D + D^T)/2 gives the same densities
         return 0.5 * (dm + dm.swapaxes(-1, -2)), device_in
 
+    def _orbitals(self, dms, dm, spin_halves: bool = False):
+        """C sqrt(n) per density matrix (spin-major, as ``dm``) from the tags of ``dms``, or
+        None (see ``forms.occupied_orbitals``)."""
+        if self.settings.density_form == "matrix":
+            return None
+        return occupied_orbitals(dms, _xp(dm), spin_halves)
+
     def _array_out(self, a, device_in: bool):
         if device_in and not _is_device_array(a):
             import cupy
@@ -214,12 +222,13 @@ class KerneLDIMixin:
         nao = mol.nao_nr()
         dm, device_in = self._array_in(dms, nao, uks=False)
         sets = dm.reshape(-1, nao, nao)
+        orbitals = self._orbitals(dms, dm) or [None] * len(sets)
         if xctype == "HF":
             zeros = np.zeros(len(sets))
             vmat = self._array_out(np.zeros((len(sets), nao, nao)), device_in)
         else:
             eng = self.get_engine(mol, grids, xctype)
-            out = [integrate.rks(eng, self, xc_code, xctype, d) for d in sets]
+            out = [integrate.rks(eng, self, xc_code, xctype, d, c) for d, c in zip(sets, orbitals)]
             nelec_l, exc_l, vmat_l = zip(*out)
             zeros = None
             xp = eng.xp
@@ -239,18 +248,25 @@ class KerneLDIMixin:
         xctype = self.checked_xctype(xc_code)
         nao = mol.nao_nr()
         dm, device_in = self._array_in(dms, nao, uks=True)
-        if dm.ndim == 2:  # a closed-shell density, split as PySCF does
+        closed = dm.ndim == 2
+        orbitals = self._orbitals(dms, dm, spin_halves=closed)
+        if closed:  # a closed-shell density, split as PySCF does
             dm = _xp(dm).stack([dm * 0.5] * 2)
+            orbitals = orbitals and orbitals * 2
         single = dm.ndim == 3
         dma, dmb = (d.reshape(-1, nao, nao) for d in dm)
         nset = len(dma)
+        orbitals = orbitals or [None] * (2 * nset)
         if xctype == "HF":
             nelec = np.zeros((2, nset))
             excsum = np.zeros(nset)
             vmat = self._array_out(np.zeros((2, nset, nao, nao)), device_in)
         else:
             eng = self.get_engine(mol, grids, xctype)
-            out = [integrate.uks(eng, self, xc_code, xctype, a, b) for a, b in zip(dma, dmb)]
+            out = [
+                integrate.uks(eng, self, xc_code, xctype, a, b, (orbitals[k], orbitals[nset + k]))
+                for k, (a, b) in enumerate(zip(dma, dmb))
+            ]
             nelec = np.array([o[0] for o in out]).T
             excsum = np.array([o[1] for o in out])
             xp = eng.xp

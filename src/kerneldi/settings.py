@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .errors import SettingsError
+from .forms import DENSITY_FORMS
 
 LEAF_ORDERS = ("auto", "optimal", "greedy")
 GRID_ORDERS = ("morton", "input")
@@ -24,7 +25,9 @@ class Settings:
     ``t_b`` is the block-retention threshold (Eq. 12) and ``t_d`` the block-pair threshold
     (Eq. 17); ``block_size`` is d. ``leaf_order="auto"`` uses SciPy's optimal leaf ordering
     up to ``optimal_leaf_max`` basis functions and the merge-time orientation of the paper's
-    Appendix A-B2 above that (the optimal ordering grows roughly as n^4).
+    Appendix A-B2 above that (the optimal ordering grows roughly as n^4). ``density_form``
+    picks R = D Phi or R = C^T Phi from the occupied orbitals a tagged density matrix carries
+    (``forms.py``; "auto" by the estimated block products).
     """
 
     block_size: int = 32
@@ -36,6 +39,7 @@ class Settings:
     leaf_order: str = "auto"
     optimal_leaf_max: int = 1500
     mma: str = "auto"
+    density_form: str = "auto"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6
@@ -55,6 +59,7 @@ class Settings:
             ("basis_order", BASIS_ORDERS),
             ("leaf_order", LEAF_ORDERS),
             ("mma", MMA_MODES),
+            ("density_form", DENSITY_FORMS),
             ("ao_cache", AO_CACHE),
         ):
             if getattr(self, name) not in allowed:

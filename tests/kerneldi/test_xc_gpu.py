@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xc_cases import EXC_TOL, VXC_TOL
+from xc_cases import EXC_TOL, VXC_TOL, orbital_system
 
 import kerneldi
 
@@ -34,6 +34,19 @@ def test_gpu_backend_unrestricted(get_system, get_reference):
     assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
 
 
+@pytest.mark.parametrize("mma", ["fp64", "fp64-tc"])
+@pytest.mark.parametrize(("xc", "kind"), [("lda,vwn", "rks"), ("pbe", "rks"), ("m062x", "uks")])
+def test_gpu_orbital_form_matches_pyscf(xc, kind, mma):
+    from pyscf import dft
+
+    mol, grids, dm = orbital_system("water_clusters/003", "def2-svp", 1, kind)
+    n0, e0, v0 = getattr(dft.numint.NumInt(), f"nr_{kind}")(mol, grids, xc, np.asarray(dm))
+    ni = kerneldi.NumInt(backend="gpu", mma=mma, density_form="orbitals")
+    n, e, v = getattr(ni, f"nr_{kind}")(mol, grids, xc, dm)
+    assert ni.stats()["density_form"] == "orbitals"
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+
+
 def test_gpu4pyscf_scf_with_the_engine():
     from gpu4pyscf import dft
 
@@ -41,11 +54,18 @@ def test_gpu4pyscf_scf_with_the_engine():
 
     mol = load("water_clusters/002", "def2-svp")
     energies = []
-    for numint in (None, kerneldi.NumInt(backend="gpu")):
+    # GPU4PySCF's SCF passes densities tagged with their orbitals: both forms run an SCF
+    for numint in (
+        None,
+        kerneldi.NumInt(backend="gpu", density_form="matrix"),
+        kerneldi.NumInt(backend="gpu", density_form="orbitals"),
+    ):
         mf = dft.RKS(mol, xc="m062x")
         mf.grids.level = 3
         mf.conv_tol = 1e-10
         if numint is not None:
             mf._numint = numint
         energies.append(mf.kernel())
-    assert abs(energies[1] - energies[0]) <= 1e-7
+        if numint is not None:
+            assert numint.stats()["density_form"] == numint.settings.density_form
+    assert max(abs(e - energies[0]) for e in energies[1:]) <= 1e-7

@@ -50,3 +50,21 @@ def subgrid(grids, npoints: int, seed: int = 0):
     sub.weights = grids.weights[idx] * (grids.size / npoints)
     sub.atm_idx = grids.atm_idx[idx]
     return sub
+
+
+@functools.cache
+def orbital_system(name: str, basis: str, level: int, kind: str = "rks"):
+    """(mol, grids, dm) with dm tagged with core-Hamiltonian orbitals (``mo_coeff``,
+    ``mo_occ``) as PySCF's SCF passes it to nr_rks/nr_uks; "uks" is the singly charged doublet."""
+    mol = load(name, basis)
+    if kind == "uks":
+        mol.charge, mol.spin = 1, 1
+        mol.build()
+    grids = dft.gen_grid.Grids(mol)
+    grids.level = level
+    grids.build()
+    mf = dft.RKS(mol) if kind == "rks" else dft.UKS(mol)
+    h = mf.get_hcore()
+    mo_energy, mo_coeff = mf.eig(h if kind == "rks" else np.stack([h, h]), mf.get_ovlp())
+    mo_occ = mf.get_occ(mo_energy, mo_coeff)
+    return mol, grids, mf.make_rdm1(mo_coeff, mo_occ)

@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from ..blocks import BlockPattern
+from .. import forms
+from ..blocks import BlockPattern, pair_fractions
 from ..errors import InputError
 from ..integrate import AO_DERIV, NVAR
 from ..layout import Layout
@@ -203,28 +204,47 @@ class GPUBlockEngine:
         return out
 
     # -- Eq. 4: rho, grad rho, tau -----------------------------------------------------------
-    def density(self, dm, xctype: str):
-        xp, lay, st, d = self.xp, self.layout, self.settings, self.layout.d
+    def density(self, dm, xctype: str, orbitals=None):
+        """rho (and grad rho, tau) from R = D Phi, or from R = C^T Phi when ``orbitals``
+        (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
+        xp, lay, d = self.xp, self.layout, self.layout.d
         dm = xp.asarray(dm, dtype=np.float64)
         dpad = xp.zeros((lay.nao_pad, lay.nao_pad))
         dpad[: lay.nao, : lay.nao] = dm[self.perm[:, None], self.perm[None, :]]
-        dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
-        dmax = xp.ascontiguousarray(xp.abs(dt).max(axis=(2, 3)))
+        dmax = xp.ascontiguousarray(xp.abs(dpad).reshape(lay.nbb, d, lay.nbb, d).max(axis=(1, 3)))
+        form = forms.choose(
+            self.settings.density_form, orbitals, np.diff(self.col_ptr_host), xctype, d,
+            lambda: float((dmax >= self.settings.t_b).mean()),
+        )  # fmt: skip
+        self.counts["density_form"] = form
         rho = xp.zeros((NVAR[xctype], lay.npts_pad))
         counter = xp.zeros(1, dtype=np.uint64)
-        kernel = self.kernels[f"kd_density<{kd.XC_CODES[xctype]},{d},{self.mma}>"]
+        xc = kd.XC_CODES[xctype]
+        if form == "orbitals":
+            ct, cmax = forms.orbital_tiles(xp.asarray(orbitals), lay.basis_perm, lay.nao_pad, d, xp)
+            kernel = self.kernels[f"kd_density_orb<{xc},{d},{self.mma}>"]
+            operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
+            candidates = len(ct) * lay.nbb * lay.ngb
+        else:
+            dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
+            kernel = self.kernels[f"kd_density<{xc},{d},{self.mma}>"]
+            operands = (dt, dmax, np.int32(lay.nbb))
+            candidates = lay.nbb**2 * lay.ngb
         for g0, g1 in self.batches:
             data = self._batch_data(g0, g1)
             t0 = self.timer.start()
+            thresholds = (np.float64(self.settings.t_d),)
+            if form == "matrix":
+                thresholds = (np.float64(self.settings.t_b),) + thresholds
             kernel(
                 g1 - g0,
-                (data, np.int32(self.ncomp), self.col_ptr, self.row_idx, self.phimax, dt, dmax,
-                 np.int32(lay.nbb), np.int32(g0), np.int32(self.col_ptr_host[g0]),
-                 np.float64(st.t_b), np.float64(st.t_d), rho, np.int32(lay.npts_pad), counter),
+                (data, np.int32(self.ncomp), self.col_ptr, self.row_idx, self.phimax, *operands,
+                 np.int32(g0), np.int32(self.col_ptr_host[g0]), *thresholds, rho,
+                 np.int32(lay.npts_pad), counter),
             )  # fmt: skip
             self.timer.stop("density", t0)
         self.counts["density_pairs"] = int(_host(counter)[0])
-        self.counts["density_candidates"] = lay.nbb**2 * lay.ngb
+        self.counts["density_candidates"] = candidates
         return rho[:, : lay.npts]
 
     # -- Eq. 5: F = Phi W Phi^T (+ GGA, meta-GGA terms), symmetric ----------------------------
@@ -282,12 +302,7 @@ class GPUBlockEngine:
             "setup_seconds": self.setup_seconds,
             "mma": self.settings.mma,
         }
-        for kind in ("density", "potential"):
-            if f"{kind}_pairs" in self.counts:
-                out[f"{kind}_pair_fraction"] = (
-                    self.counts[f"{kind}_pairs"] / self.counts[f"{kind}_candidates"]
-                )
-        return out
+        return out | pair_fractions(self.counts)
 
 
 class GPUDenseEngine:
@@ -344,7 +359,8 @@ class GPUDenseEngine:
                 self.timer.stop("ao", t0)
                 yield i0, i1, ao
 
-    def density(self, dm, xctype: str):
+    def density(self, dm, xctype: str, orbitals=None):
+        """R = D Phi on every AO (the paper's dense baseline; ``orbitals`` are not used)."""
         xp = self.xp
         dm = xp.asarray(dm, dtype=np.float64)[self.orig[:, None], self.orig[None, :]]
         rho = xp.empty((NVAR[xctype], self.layout.npts))

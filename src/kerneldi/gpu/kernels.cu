@@ -8,6 +8,10 @@
 //                executable pairs (p, q) of g's block list are compacted with a prefix sum
 //                (Algorithm 1), R_pg = sum_q D_pq Phi_qg is formed from d x d tiles staged in
 //                shared memory, and contracted with Phi_pg into rho, grad rho and tau.
+//   kd_density_orb  the same densities from occupied orbitals (D = C C^T, occupations folded
+//                into C): one thread block per grid block g, for every block o of d orbitals
+//                R_og = sum_q C^T_oq Phi_qg over the kept blocks q of g (screened by
+//                max|C_oq| max|Phi_qg|), then rho = sum_o |R_og|^2 (and gradient, tau).
 //   kd_potential one thread block per output tile (p, r), p <= r, and segment of the grid blocks:
 //                the grid blocks shared by rows p and r that pass the pair bound are compacted, and
 //                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18), then written to
@@ -265,6 +269,62 @@ struct Smem {
 
 using namespace kd;
 
+// Products of one output row of tiles: t[c] += L_b Phi_{q_b g, c} over the blocks b in
+// [lo, n) of grid block g's list whose flag is set, compacted with Algorithm 1. ``flag(b)`` is
+// the screening test; ``left(b, &scale)`` the left tile in global memory and its factor.
+// Returns the number of products' left tiles executed (uniform across the block).
+template <int NR, int D, int MMA, typename Flag, typename Left>
+__device__ __forceinline__ int product_row(Tile<D, MMA>* t, int lo, int n, Flag flag, Left left,
+                                           const double* __restrict__ phi, int start, int blk0,
+                                           int ncs, typename Elem<MMA>::type* sA,
+                                           typename Elem<MMA>::type* sB, int* list,
+                                           int* warp_counts) {
+  typedef typename Elem<MMA>::type E;
+  typedef Elem<MMA> C;
+  constexpr int DD = D * D, LDN = Smem<D, MMA>::LDN, DL = D * LDN;
+  int pairs = 0;
+  for (int base = lo; base < n; base += NT) {
+    const int b = base + threadIdx.x;
+    int total;
+    const int pos = compact_position(b < n && flag(b), warp_counts, &total);
+    if (pos >= 0) list[pos] = b;
+    __syncthreads();
+    for (int m = 0; m < total; ++m) {
+      const int bb = list[m];
+      double scale;
+      const double* L = left(bb, &scale);
+      stage<D, E, C>(sA, LDN, L, scale);
+      const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
+#pragma unroll
+      for (int c = 0; c < NR; ++c) stage<D, E, C>(sB + c * DL, LDN, right + c * DD, 1.0);
+      __syncthreads();
+#pragma unroll
+      for (int c = 0; c < NR; ++c) t[c].nn(sA, LDN, sB + c * DL, LDN);
+      __syncthreads();
+    }
+    pairs += total;
+  }
+  return pairs;
+}
+
+// rho[o][g d + i] = the sum of the partial sums acc[o] of the threads that own point i
+template <int NRHO, int D>
+__device__ __forceinline__ void write_rho(const double* acc, double* red, double* rho, int g,
+                                          int npts_pad) {
+  constexpr int RS = NT / D;
+#pragma unroll
+  for (int o = 0; o < NRHO; ++o) red[o * NT + threadIdx.x] = acc[o];
+  __syncthreads();
+  if (threadIdx.x < D) {
+#pragma unroll
+    for (int o = 0; o < NRHO; ++o) {
+      double s = 0.0;
+      for (int k = 0; k < RS; ++k) s += red[o * NT + k * D + threadIdx.x];
+      rho[(size_t)o * npts_pad + (size_t)g * D + threadIdx.x] = s;
+    }
+  }
+}
+
 // Shared memory of kd_density: [D tile | right tiles, later R tiles and the final reduction |
 // tensor-core scratch]. The host computes the same size (gpu/kernels.py).
 template <int XC, int D, int MMA>
@@ -306,34 +366,18 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
     Tile<D, MMA> t[X::NRIGHT];
 #pragma unroll
     for (int c = 0; c < X::NRIGHT; ++c) t[c].zero();
-    int pairs = 0;
-    for (int base = X::SYM ? a : 0; base < n; base += NT) {
-      const int b = base + threadIdx.x;
-      int flag = 0;
-      if (b < n) {
-        const double dm = dmax[p * nbb + row_idx[start + b]];
-        flag = dm >= t_b && dm * fmax(pmax, phimax[start + b]) >= t_d;  // Eq. 17, both orientations
-      }
-      int total;
-      const int pos = compact_position(flag, warp_counts, &total);
-      if (pos >= 0) list[pos] = b;
-      __syncthreads();
-      for (int m = 0; m < total; ++m) {
-        const int bb = list[m];
-        const int q = row_idx[start + bb];
-        const double twice = (X::SYM && bb != a) ? 2.0 : 1.0;
-        stage<D, E, C>(sA, LDN, dtiles + ((size_t)p * nbb + q) * DD, twice);
-        const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
-#pragma unroll
-        for (int c = 0; c < X::NRIGHT; ++c) stage<D, E, C>(sB + c * DL, LDN, right + c * DD, 1.0);
-        __syncthreads();
-#pragma unroll
-        for (int c = 0; c < X::NRIGHT; ++c) t[c].nn(sA, LDN, sB + c * DL, LDN);
-        __syncthreads();
-        executed += (X::SYM && bb != a) ? 2 : 1;
-      }
-      pairs += total;
-    }
+    // Eq. 17 in both orientations; off-diagonal pairs of a symmetric sum count twice
+    auto flag = [&](int b) {
+      const double dm = dmax[p * nbb + row_idx[start + b]];
+      return dm >= t_b && dm * fmax(pmax, phimax[start + b]) >= t_d;
+    };
+    auto dtile = [&](int b, double* scale) {
+      *scale = (X::SYM && b != a) ? 2.0 : 1.0;
+      executed += (X::SYM && b != a) ? 2 : 1;
+      return dtiles + ((size_t)p * nbb + row_idx[start + b]) * DD;
+    };
+    const int pairs = product_row<X::NRIGHT, D, MMA>(t, X::SYM ? a : 0, n, flag, dtile, phi,
+                                                     start, blk0, ncs, sA, sB, list, warp_counts);
     if (pairs == 0) continue;  // uniform: every thread saw the same totals
     // R_c = sum_q D_pq Phi_qg,c to shared memory, then contract with Phi_pg over the rows u
 #pragma unroll
@@ -362,19 +406,83 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
     }
     __syncthreads();
   }
-  // sum the partial sums of the threads that share a grid point
-  double* red = sR;
+  write_rho<X::NRHO, D>(acc, sR, rho, g, npts_pad);
+  if (threadIdx.x == 0) atomicAdd(counter, executed);
+}
+
+// Shared memory of kd_density_orb: as kd_density's with NORB right tiles (gpu/kernels.py).
+template <int XC, int D, int MMA>
+__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
+    kd_density_orb(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
+                   const int* __restrict__ row_idx, const double* __restrict__ phimax,
+                   const double* __restrict__ ctiles, const double* __restrict__ cmax,
+                   const int nbb, const int nob, const int g0, const int blk0, const double t_d,
+                   double* __restrict__ rho, const int npts_pad,
+                   unsigned long long* __restrict__ counter) {
+  typedef Xc<XC> X;
+  typedef Smem<D, MMA> S;
+  typedef typename S::E E;
+  constexpr int DD = D * D, LDN = S::LDN, DL = D * LDN;
+  constexpr int RS = NT / D, PT = DD / NT;
+  // the gradient needs C^T grad Phi: no left AO factor to take it from
+  constexpr int NORB = XC == 0 ? 1 : 4;
+  KD_DYNAMIC_SMEM(smem);
+  E* sA = reinterpret_cast<E*>(smem);
+  unsigned char* region = smem + align128(DL * (int)sizeof(E));
+  E* sB = reinterpret_cast<E*>(region);
+  double* sR = reinterpret_cast<double*>(region);
+  constexpr int RB = NORB * DL * 8 > X::NRHO * NT * 8 ? NORB * DL * 8 : X::NRHO * NT * 8;
+  void* scratch = region + align128(RB);
+  __shared__ int list[NT];
+  __shared__ int warp_counts[NWARP];
+
+  const int g = g0 + blockIdx.x;
+  const int start = col_ptr[g], n = col_ptr[g + 1] - start;
+  if (n == 0) return;
+  const int i = threadIdx.x % D, u0 = threadIdx.x / D;
+  double acc[X::NRHO];
 #pragma unroll
-  for (int o = 0; o < X::NRHO; ++o) red[o * NT + threadIdx.x] = acc[o];
-  __syncthreads();
-  if (threadIdx.x < D) {
+  for (int o = 0; o < X::NRHO; ++o) acc[o] = 0.0;
+  unsigned long long executed = 0;
+
+  for (int o = 0; o < nob; ++o) {
+    Tile<D, MMA> t[NORB];
 #pragma unroll
-    for (int o = 0; o < X::NRHO; ++o) {
-      double s = 0.0;
-      for (int k = 0; k < RS; ++k) s += red[o * NT + k * D + threadIdx.x];
-      rho[(size_t)o * npts_pad + (size_t)g * D + threadIdx.x] = s;
+    for (int c = 0; c < NORB; ++c) t[c].zero();
+    auto flag = [&](int b) {
+      return cmax[o * nbb + row_idx[start + b]] * phimax[start + b] >= t_d;
+    };
+    auto ctile = [&](int b, double* scale) {
+      *scale = 1.0;
+      ++executed;
+      return ctiles + ((size_t)o * nbb + row_idx[start + b]) * DD;
+    };
+    const int pairs = product_row<NORB, D, MMA>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sA,
+                                                sB, list, warp_counts);
+    if (pairs == 0) continue;  // uniform
+#pragma unroll
+    for (int c = 0; c < NORB; ++c) t[c].store(sR + c * DD, D, scratch);
+    __syncthreads();
+    // rows u of R are orbitals, columns i grid points
+#pragma unroll
+    for (int m = 0; m < PT; ++m) {
+      const int e = (u0 + m * RS) * D + i;
+      const double r0 = sR[e];
+      acc[0] = fma(r0, r0, acc[0]);
+      if (XC != 0) {
+        double tau = 0.0;
+#pragma unroll
+        for (int k = 1; k < 4; ++k) {
+          const double rk = sR[k * DD + e];
+          acc[k] = fma(2.0 * r0, rk, acc[k]);
+          tau = fma(rk, rk, tau);
+        }
+        if (XC == 2) acc[4] = fma(0.5, tau, acc[4]);
+      }
     }
+    __syncthreads();
   }
+  write_rho<X::NRHO, D>(acc, sR, rho, g, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 

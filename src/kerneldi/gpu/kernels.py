@@ -38,11 +38,13 @@ def check_supported(block_size: int, mma: str) -> None:
         raise SettingsError(f"the tensor-core kernels take block_size 32, got {block_size}")
 
 
-def density_smem(xc: int, d: int, mma: int) -> int:
-    """Bytes of dynamic shared memory of kd_density (mirrors the layout in the source)."""
+def density_smem(xc: int, d: int, mma: int, orbitals: bool = False) -> int:
+    """Bytes of dynamic shared memory of kd_density, or of kd_density_orb with ``orbitals``
+    (mirrors the layout in the source)."""
     esz = 2 if mma == 2 else 8
     ldn = d + 4 if mma == 1 else d
-    nright, nrho = (4 if xc == 2 else 1), (1, 4, 5)[xc]
+    nrho = (1, 4, 5)[xc]
+    nright = (1 if xc == 0 else 4) if orbitals else (4 if xc == 2 else 1)
     region = max(nright * d * ldn * 8, nrho * NT * 8)
     # the tensor-core modes sum partial tiles in a scratch of d x d doubles (or 2 of floats)
     return _align(d * ldn * esz) + _align(region) + (_align(d * d * 8) if mma else 0)
@@ -60,13 +62,18 @@ def potential_smem(d: int, mma: int) -> int:
 def names(d: int, mma: int) -> list[str]:
     out = [f"kd_aow<{d}>", f"kd_ao_norms<{d}>", f"kd_ao_gather<{d}>"]
     for xc in XC_CODES.values():
-        out += [f"kd_density<{xc},{d},{mma}>", f"kd_potential<{xc},{d},{mma}>"]
+        out += [
+            f"kd_density<{xc},{d},{mma}>",
+            f"kd_density_orb<{xc},{d},{mma}>",
+            f"kd_potential<{xc},{d},{mma}>",
+        ]
     return out
 
 
 def smem_bytes(expr: str, d: int, mma: int) -> int:
     if expr.startswith("kd_density"):
-        return density_smem(int(expr.split("<")[1].split(",")[0]), d, mma)
+        xc = int(expr.split("<")[1].split(",")[0])
+        return density_smem(xc, d, mma, orbitals=expr.startswith("kd_density_orb"))
     if expr.startswith("kd_potential"):
         return potential_smem(d, mma)
     return 0

@@ -1,0 +1,105 @@
+"""Densities from occupied orbitals (R = C^T Phi): the same results as PySCF, on the CPU backend
+and on the GPU kernels' emulation, and the choice between the two density forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pyscf import dft, lib
+from test_xc_gpu_emulated import EmulatedNumInt, cxx20
+from xc_cases import EXC_TOL, NELEC_TOL, VXC_TOL, orbital_system, subgrid
+
+import kerneldi
+from kerneldi import forms
+
+
+def check(got, ref):
+    (n, e, v), (n0, e0, v0) = got, ref
+    assert np.abs(np.asarray(n) - np.asarray(n0)).max() <= NELEC_TOL
+    assert abs(e - e0) <= EXC_TOL
+    assert np.abs(np.asarray(v) - np.asarray(v0)).max() <= VXC_TOL
+
+
+@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+def test_orbital_form_matches_pyscf_on_the_cpu(xc):
+    mol, grids, dm = orbital_system("water_clusters/003", "def2-svp", 1)
+    ref = dft.numint.NumInt().nr_rks(mol, grids, xc, np.asarray(dm))  # untagged: D Phi
+    ni = kerneldi.NumInt(density_form="orbitals")
+    check(ni.nr_rks(mol, grids, xc, dm), ref)
+    stats = ni.stats()
+    assert stats["density_form"] == "orbitals"
+    nob = -(-int(round(mol.nelectron / 2)) // 32)
+    assert 0 < stats["density_pair_fraction"] <= 1.0 and nob == 1
+    # the matrix form ignores the tags
+    mat = kerneldi.NumInt(density_form="matrix")
+    check(mat.nr_rks(mol, grids, xc, dm), ref)
+    assert mat.stats()["density_form"] == "matrix"
+
+
+def test_unrestricted_and_split_closed_shell_orbitals():
+    mol, grids, dm = orbital_system("water_clusters/002", "def2-svp", 1, "uks")
+    ref = dft.numint.NumInt().nr_uks(mol, grids, "m062x", np.asarray(dm))
+    ni = kerneldi.NumInt(density_form="orbitals")
+    check(ni.nr_uks(mol, grids, "m062x", dm), ref)
+    assert ni.stats()["density_form"] == "orbitals"
+    # a closed-shell density given to nr_uks: each spin has half the occupations
+    mol, grids, dm = orbital_system("water_clusters/002", "def2-svp", 1)
+    ref = dft.numint.NumInt().nr_uks(mol, grids, "pbe", np.asarray(dm))
+    check(ni.nr_uks(mol, grids, "pbe", dm), ref)
+    assert ni.stats()["density_form"] == "orbitals"
+
+
+def test_occupied_orbitals_from_tags():
+    c = np.arange(12.0).reshape(4, 3)
+    dm = lib.tag_array(np.zeros((4, 4)), mo_coeff=c, mo_occ=np.array([2.0, 0.5, 0.0]))
+    (orb,) = forms.occupied_orbitals(dm, np)
+    assert np.allclose(orb, c[:, :2] * np.sqrt([2.0, 0.5]))
+    (half,) = forms.occupied_orbitals(dm, np, spin_halves=True)
+    assert np.allclose(half, c[:, :2] * np.sqrt([1.0, 0.25]))
+    assert forms.occupied_orbitals(np.zeros((4, 4)), np) is None  # untagged
+    bad_occ = lib.tag_array(np.zeros((4, 4)), mo_coeff=c, mo_occ=np.array([2.0, -0.1, 0.0]))
+    assert forms.occupied_orbitals(bad_occ, np) is None  # not a sum of squares
+    wrong = lib.tag_array(np.zeros((5, 5)), mo_coeff=c, mo_occ=np.ones(3))
+    assert forms.occupied_orbitals(wrong, np) is None  # tags of another basis
+
+
+def test_auto_form_follows_the_product_estimate():
+    kept = np.full(10, 40)  # 40 kept basis blocks in every grid block
+    few = np.zeros((64 * 32, 100))  # 100 occupied orbitals: 4 blocks of 32
+    many = np.zeros((64 * 32, 1500))  # 47 blocks
+    # meta-GGA, matrix: 40 * 41 / 2 * 4 products; orbitals: 40 * nob * 4
+    assert forms.choose("auto", few, kept, "MGGA", 32, lambda: 1.0) == "orbitals"
+    assert forms.choose("auto", many, kept, "MGGA", 32, lambda: 1.0) == "matrix"
+    assert forms.choose("orbitals", many, kept, "MGGA", 32, lambda: 1.0) == "orbitals"
+    assert forms.choose("matrix", few, kept, "MGGA", 32, lambda: 1.0) == "matrix"
+    assert forms.choose("auto", None, kept, "MGGA", 32, lambda: 1.0) == "matrix"
+    # a sparse D makes the matrix form cheaper
+    assert forms.choose("auto", few, kept, "MGGA", 32, lambda: 0.1) == "matrix"
+
+
+def test_settings_reject_an_unknown_form():
+    with pytest.raises(kerneldi.SettingsError, match="density_form"):
+        kerneldi.Settings(density_form="cholesky")
+
+
+@pytest.mark.skipif(not cxx20(), reason="needs g++ with C++20 (std::barrier)")
+@pytest.mark.parametrize(
+    ("xc", "mma"), [("lda,vwn", "fp64"), ("pbe", "fp64"), ("m062x", "fp64"), ("m062x", "fp64-tc")]
+)
+def test_orbital_kernel_matches_pyscf_and_the_cpu_products(xc, mma):
+    mol, grids, dm = orbital_system("water_clusters/003", "6-31g", 0)
+    grids = subgrid(grids, 700)
+    ref = dft.numint.NumInt().nr_rks(mol, grids, xc, np.asarray(dm))
+    emu = EmulatedNumInt(density_form="orbitals", mma=mma)
+    check(emu.nr_rks(mol, grids, xc, dm), ref)
+    cpu = kerneldi.NumInt(density_form="orbitals")
+    cpu.nr_rks(mol, grids, xc, dm)
+    for key in ("density_form", "density_pair_fraction"):
+        assert emu.stats()[key] == cpu.stats()[key]
+    # a loose t_d drops products on both in the same way
+    emu.update_settings(t_d=1e-3)
+    cpu.update_settings(t_d=1e-3)
+    emu.nr_rks(mol, grids, xc, dm)
+    cpu.nr_rks(mol, grids, xc, dm)
+    loose = emu.stats()["density_pair_fraction"]
+    assert loose == cpu.stats()["density_pair_fraction"] and loose < 1.0
