@@ -96,16 +96,6 @@ __device__ __forceinline__ void stage(E* dst, int ldd, const double* __restrict_
   for (int e = threadIdx.x; e < D * D; e += NT) dst[(e / D) * ldd + e % D] = C::from(s * src[e]);
 }
 
-// dst[r][c] = w[c] * src[r][c]: columns are grid points, w their weights
-template <int D, typename E, typename C>
-__device__ __forceinline__ void stage_cols(E* dst, int ldd, const double* __restrict__ src,
-                                           const double* __restrict__ w) {
-  for (int e = threadIdx.x; e < D * D; e += NT) {
-    const int c = e % D;
-    dst[(e / D) * ldd + c] = C::from(w[c] * src[e]);
-  }
-}
-
 // ---- D x D product tiles: C += A B (nn) or C += A B^T (nt); operands in shared memory -------
 
 template <int D, int MMA>
@@ -486,8 +476,14 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
-// Shared memory of kd_potential: [left tile | right tile] (reused for the output tile) and the
-// tensor-core scratch. The host computes the same size (gpu/kernels.py).
+// Shared memory of kd_potential: two buffers of [left tile | right tile] (the first reused for
+// the output tile) and the tensor-core scratch. The host computes the same size (gpu/kernels.py).
+//
+// The products of a tile are a flat sequence of steps, NSTEP per executed grid block: F_pr +=
+// L R^T with L, R staged from global memory, R's columns scaled by grid weights where the term
+// has them. Each thread loads the next step's elements into registers while the current step's
+// product runs from the other buffer, so global latency overlaps the products (one barrier per
+// step).
 template <int XC, int D, int MMA>
 __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
     kd_potential(const double* __restrict__ phi, const int ncs, const double* __restrict__ aow,
@@ -502,13 +498,15 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
   typedef Smem<D, MMA> S;
   typedef typename S::E E;
   typedef Elem<MMA> C;
-  constexpr int DD = D * D, LDS = S::LDS;
+  constexpr int DD = D * D, LDS = S::LDS, PT = DD / NT;
+  // LDA: Phi_p (w Phi_r)^T; GGA: + Phi_p A_r^T + A_p Phi_r^T; meta-GGA: + 3 tau terms
+  constexpr int NSTEP = XC == 0 ? 1 : (XC == 1 ? 2 : 5);
+  constexpr int TILE = align128(D * LDS * (int)sizeof(E));
   KD_DYNAMIC_SMEM(smem);
-  E* sL = reinterpret_cast<E*>(smem);
-  E* sR = reinterpret_cast<E*>(smem + align128(D * LDS * (int)sizeof(E)));
+  E* sL[2] = {reinterpret_cast<E*>(smem), reinterpret_cast<E*>(smem + 2 * TILE)};
+  E* sR[2] = {reinterpret_cast<E*>(smem + TILE), reinterpret_cast<E*>(smem + 3 * TILE)};
   double* sC = reinterpret_cast<double*>(smem);
-  constexpr int TWO = 2 * align128(D * LDS * (int)sizeof(E));
-  void* scratch = smem + (TWO > DD * 8 ? TWO : align128(DD * 8));
+  void* scratch = smem + (4 * TILE > DD * 8 ? 4 * TILE : align128(DD * 8));
   __shared__ int list_a[NT];
   __shared__ int list_b[NT];
   __shared__ int warp_counts[NWARP];
@@ -527,6 +525,45 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
   const bool walk_p = (pe - ps) <= (re - rs);
   const int ws = walk_p ? ps : rs, we = walk_p ? pe : re;
   const int ss = walk_p ? rs : ps, se = walk_p ? re : pe;
+
+  // this thread's elements of a staged tile: rows e / D, one column (so one grid weight)
+  const int col = threadIdx.x % D;
+  double lreg[PT], rreg[PT];
+  auto fetch = [&](int step) {
+    const int m = step / NSTEP, j = step % NSTEP;
+    const int g = col_idx[list_a[m]];
+    const int bp = row_blk[list_a[m]] - blk0, br = row_blk[list_b[m]] - blk0;
+    const double* P = phi + (size_t)bp * ncs * DD;
+    const double* R = phi + (size_t)br * ncs * DD;
+    const double* L = P;
+    const double* Rt = R;
+    double w = 1.0;
+    if (XC == 0) {
+      w = w0[(size_t)g * D + col];
+    } else if (j == 0) {  // F = Phi A^T + A Phi^T with A = sum_c wv_c Phi_c (wv_0 halved)
+      Rt = aow + (size_t)br * DD;
+    } else if (j == 1) {
+      L = aow + (size_t)bp * DD;
+    } else {  // + sum_k Phi_k diag(w_tau) Phi_k^T (w_tau halved on the host)
+      L = P + (j - 1) * DD;
+      Rt = R + (j - 1) * DD;
+      w = wt[(size_t)g * D + col];
+    }
+#pragma unroll
+    for (int k = 0; k < PT; ++k) {
+      const int e = threadIdx.x + k * NT;
+      lreg[k] = L[e];
+      rreg[k] = w * Rt[e];
+    }
+  };
+  auto put = [&](int buf) {
+#pragma unroll
+    for (int k = 0; k < PT; ++k) {
+      const int e = threadIdx.x + k * NT;
+      sL[buf][(e / D) * LDS + col] = C::from(lreg[k]);
+      sR[buf][(e / D) * LDS + col] = C::from(rreg[k]);
+    }
+  };
 
   Tile<D, MMA> acc;
   acc.zero();
@@ -556,41 +593,18 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
       list_b[pos] = walk_p ? k : e;  // BCS(R) entry of row r
     }
     __syncthreads();
-    for (int m = 0; m < total; ++m) {
-      const int ea = list_a[m], eb = list_b[m];
-      const int g = col_idx[ea];
-      const int bp = row_blk[ea] - blk0, br = row_blk[eb] - blk0;
-      const double* P = phi + (size_t)bp * ncs * DD;
-      const double* R = phi + (size_t)br * ncs * DD;
-      if (XC == 0) {
-        stage<D, E, C>(sL, LDS, P, 1.0);
-        stage_cols<D, E, C>(sR, LDS, R, w0 + (size_t)g * D);
-        __syncthreads();
-        acc.nt(sL, LDS, sR, LDS);
-        __syncthreads();
-      } else {
-        // F = Phi A^T + A Phi^T with A = sum_c wv_c Phi_c (wv_0 halved on the host)
-        stage<D, E, C>(sL, LDS, P, 1.0);
-        stage<D, E, C>(sR, LDS, aow + (size_t)br * DD, 1.0);
-        __syncthreads();
-        acc.nt(sL, LDS, sR, LDS);
-        __syncthreads();
-        stage<D, E, C>(sL, LDS, aow + (size_t)bp * DD, 1.0);
-        stage<D, E, C>(sR, LDS, R, 1.0);
-        __syncthreads();
-        acc.nt(sL, LDS, sR, LDS);
-        __syncthreads();
-        if (XC == 2) {
-          // + sum_k Phi_k diag(w_tau) Phi_k^T (w_tau halved on the host)
-          for (int c = 1; c < 4; ++c) {
-            stage<D, E, C>(sL, LDS, P + c * DD, 1.0);
-            stage_cols<D, E, C>(sR, LDS, R + c * DD, wt + (size_t)g * D);
-            __syncthreads();
-            acc.nt(sL, LDS, sR, LDS);
-            __syncthreads();
-          }
-        }
-      }
+    const int nsteps = total * NSTEP;
+    if (nsteps > 0) {
+      fetch(0);
+      put(0);
+    }
+    __syncthreads();
+    for (int step = 0; step < nsteps; ++step) {
+      const int buf = step & 1;
+      if (step + 1 < nsteps) fetch(step + 1);  // in flight during the product
+      acc.nt(sL[buf], LDS, sR[buf], LDS);
+      if (step + 1 < nsteps) put(buf ^ 1);  // the other buffer was last read a barrier ago
+      __syncthreads();
     }
     executed += total;
   }

@@ -54,8 +54,8 @@ def potential_smem(d: int, mma: int) -> int:
     """Bytes of dynamic shared memory of kd_potential (mirrors the layout in the source)."""
     esz = 2 if mma == 2 else 8
     lds = (d + 1, d + 4, d)[mma]
-    two = 2 * _align(d * lds * esz)
-    base = two if two > d * d * 8 else _align(d * d * 8)
+    four = 4 * _align(d * lds * esz)  # two buffers of (left, right)
+    base = four if four > d * d * 8 else _align(d * d * 8)
     return base + (_align(d * d * 8) if mma else 0)
 
 
