@@ -485,7 +485,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
 // product runs from the other buffer, so global latency overlaps the products (one barrier per
 // step).
 template <int XC, int D, int MMA>
-__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
+__global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)  // 2 blocks/SM
     kd_potential(const double* __restrict__ phi, const int ncs, const double* __restrict__ aow,
                  const double* __restrict__ amax, const int* __restrict__ row_ptr,
                  const int* __restrict__ col_idx, const int* __restrict__ row_blk,
