@@ -592,13 +592,14 @@ SECTIONS = {
 def merge(out: Path, parts: list[Path]) -> None:
     """The section files of ``parts`` joined into ``out``: records in the parts' order, one
     per molecule in the size sections (a measured record replaces a skipped one); the first
-    part's provenance is ``provenance.json``, the others' ``provenance_<part>.json``."""
+    part's provenance files keep their names, the others' become ``provenance_<part>*.json``."""
     joined = Out(out)
     for n, part in enumerate(parts):
         for path in sorted(part.glob("*.json")):
             obj = json.loads(path.read_text())
             if path.stem.startswith("provenance"):
-                joined.write(path.stem if n == 0 else f"provenance_{part.name}", obj)
+                suffix = path.stem.removeprefix("provenance")  # "" or "_resume"
+                joined.write(path.stem if n == 0 else f"provenance_{part.name}{suffix}", obj)
                 continue
             for rec in obj:
                 mol = rec.get("molecule")

@@ -3,6 +3,8 @@ threshold sweep of KerneLDI Fig. 3, and CPU timings against EXC-OpenBLAS."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +19,17 @@ from .settings import Settings
 KINDS = {"rks": (0, None), "uks": (1, 1)}  # uks: the singly charged doublet
 
 
-def system(molecule: str, basis: str, grid_level: int, kind: str = "rks", molecules_dir=None):
-    """(mol, grids, dm): PySCF grid of the level, Hueckel-guess density (delocalized, cheap)."""
+def system(
+    molecule: str,
+    basis: str,
+    grid_level: int,
+    kind: str = "rks",
+    molecules_dir=None,
+    orbitals: bool = False,
+):
+    """(mol, grids, dm): PySCF grid of the level, Hueckel-guess density (delocalized, cheap).
+    With ``orbitals`` the density keeps PySCF's ``mo_coeff``/``mo_occ`` tags where the guess
+    has them (the restricted one)."""
     kw = {} if molecules_dir is None else {"root": Path(molecules_dir)}
     mol = load(molecule, basis, **kw)
     charge, spin = KINDS[kind]
@@ -29,7 +40,8 @@ def system(molecule: str, basis: str, grid_level: int, kind: str = "rks", molecu
     grids.level = grid_level
     grids.build()
     scf = dft.RKS(mol) if kind == "rks" else dft.UKS(mol)
-    return mol, grids, np.asarray(scf.get_init_guess(key="huckel"))
+    dm = scf.get_init_guess(key="huckel")
+    return mol, grids, dm if orbitals else np.asarray(dm)
 
 
 def _errors(got, ref) -> dict:
@@ -52,15 +64,18 @@ def accuracy(
     settings: Settings,
     tolerance: dict,
     molecules_dir=None,
+    density_forms=("matrix",),
 ) -> pd.DataFrame:
-    """One row per (kind, functional): errors against PySCF's NumInt on the same grid, the
-    block and pair fractions, and whether the row meets the tolerance."""
+    """One row per (kind, functional, density form): errors against PySCF's NumInt on the
+    same grid (given the plain density matrix), the block and pair fractions, and whether the
+    row meets the tolerance. The orbital form runs where the density carries its orbitals."""
     rows = []
     for kind in kinds:
-        mol, grids, dm = system(molecule, basis, grid_level, kind, molecules_dir)
-        for xc in functionals:
-            ref = getattr(dft.numint.NumInt(), f"nr_{kind}")(mol, grids, xc, dm)
-            ni = NumInt(backend="cpu", settings=settings)
+        mol, grids, dm = system(molecule, basis, grid_level, kind, molecules_dir, orbitals=True)
+        forms = [f for f in density_forms if f == "matrix" or hasattr(dm, "mo_coeff")]
+        for xc, form in itertools.product(functionals, forms):
+            ref = getattr(dft.numint.NumInt(), f"nr_{kind}")(mol, grids, xc, np.asarray(dm))
+            ni = NumInt(backend="cpu", settings=dataclasses.replace(settings, density_form=form))
             err = _errors(getattr(ni, f"nr_{kind}")(mol, grids, xc, dm), ref)
             stats = ni.stats()
             rows.append(
@@ -74,6 +89,7 @@ def accuracy(
                     "npoints": grids.size,
                     "kind": kind.upper(),
                     "xc": xc,
+                    "density_form": stats["density_form"],
                     **err,
                     "retained_fraction": stats["retained_fraction"],
                     "density_pair_fraction": stats["density_pair_fraction"],

@@ -57,14 +57,20 @@ def test_merge_joins_parts_run_on_several_gpus(tmp_path):
     pa, pb = bench.Out(a), bench.Out(b)
     pa.write("provenance", {"gpu": "first"})
     pb.write("provenance", {"gpu": "second"})
+    pb.write("provenance_resume", {"gpu": "second, resumed"})
     pa.add("sweep", {"molecule": "w5", "natm": 15, "wall_s": 1.0})
     pa.add("sweep", {"molecule": "w9", "natm": 27, "skipped": "budget"})
     pb.add("sweep", {"molecule": "w9", "natm": 27, "wall_s": 2.0})
     pb.add("sweep", {"molecule": "w5", "natm": 15, "skipped": "budget"})
+    # measured in both: the later part's re-measurement replaces the earlier record
+    pa.add("sweep", {"molecule": "w7", "natm": 21, "wall_s": 3.0})
+    pb.add("sweep", {"molecule": "w7", "natm": 21, "wall_s": 4.0})
     pa.add("accuracy", {"molecule": "w5", "kind": "RKS", "xc": "pbe"})
     bench.main(["--out", str(tmp_path / "m"), "--merge", str(a), str(b)])
     sweep = json.loads((tmp_path / "m" / "sweep.json").read_text())
-    assert {r["molecule"]: r.get("wall_s") for r in sweep} == {"w5": 1.0, "w9": 2.0}
+    assert {r["molecule"]: r.get("wall_s") for r in sweep} == {"w5": 1.0, "w9": 2.0, "w7": 4.0}
     assert len(json.loads((tmp_path / "m" / "accuracy.json").read_text())) == 1
     assert json.loads((tmp_path / "m" / "provenance.json").read_text())["gpu"] == "first"
     assert json.loads((tmp_path / "m" / "provenance_b.json").read_text())["gpu"] == "second"
+    resumed = json.loads((tmp_path / "m" / "provenance_b_resume.json").read_text())
+    assert resumed["gpu"] == "second, resumed"

@@ -37,6 +37,7 @@ rule xc_accuracy:
         s=lambda wc: XC_ACC[wc.xset],
         kinds=lambda wc: " ".join(XC_ACC[wc.xset]["kinds"]),
         functionals=" ".join(XC["accuracy"]["functionals"]),
+        forms=" ".join(XC["accuracy"]["density_forms"]),
         tolerance=f"{XC['accuracy']['tolerance']['exc']} {XC['accuracy']['tolerance']['vxc']}",
     wildcard_constraints:
         xset="|".join(XC_ACC),
@@ -49,7 +50,8 @@ rule xc_accuracy:
         "{XC_ENV} {PY} {SCRIPTS}/xc_accuracy.py --name {wildcards.xset}"
         " --molecule {params.s[molecule]} --basis {params.s[basis]}"
         " --grid-level {params.s[grid_level]} --kinds {params.kinds}"
-        " --functionals {params.functionals} --block-size {XC[block_size]}"
+        " --functionals {params.functionals} --density-forms {params.forms}"
+        " --block-size {XC[block_size]}"
         " --thresholds {XC[t_b]} {XC[t_d]} --tolerance {params.tolerance}"
         " --molecules-dir {MOLECULES} --out {output} > {log} 2>&1"
 

@@ -14,6 +14,7 @@ def main() -> None:
     p.add_argument("--grid-level", type=int, required=True)
     p.add_argument("--kinds", nargs="+", required=True, choices=["rks", "uks"])
     p.add_argument("--functionals", nargs="+", required=True)
+    p.add_argument("--density-forms", nargs="+", default=["matrix"], choices=["matrix", "orbitals"])
     p.add_argument("--block-size", type=int, required=True)
     p.add_argument("--thresholds", nargs=2, type=float, required=True, metavar=("T_B", "T_D"))
     p.add_argument("--tolerance", nargs=2, type=float, required=True, metavar=("EXC", "VXC"))
@@ -31,6 +32,7 @@ def main() -> None:
         settings,
         {"exc": a.tolerance[0], "vxc": a.tolerance[1]},
         a.molecules_dir,
+        a.density_forms,
     )
     df.to_csv(a.out, index=False)
     print(df.to_string())
