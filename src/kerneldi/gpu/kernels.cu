@@ -315,8 +315,26 @@ __device__ __forceinline__ void write_rho(const double* acc, double* red, double
   }
 }
 
-// Shared memory of kd_density: [D tile | right tiles, later R tiles and the final reduction |
-// tensor-core scratch]. The host computes the same size (gpu/kernels.py).
+// Shared memory of the density kernels: [left tile (D or C^T) | NR right tiles, later the R
+// tiles and the final reduction | tensor-core scratch]. The host computes the same size
+// (gpu/kernels.py: density_smem).
+template <int NRHO, int NR, int D, int MMA>
+struct DensitySmem {
+  typedef typename Elem<MMA>::type E;
+  static constexpr int DL = D * Smem<D, MMA>::LDN;
+  static constexpr int LEFT = align128(DL * (int)sizeof(E));
+  static constexpr int RB = NR * DL * 8 > NRHO * NT * 8 ? NR * DL * 8 : NRHO * NT * 8;
+  E* sA;
+  E* sB;
+  double* sR;
+  void* scratch;
+  __device__ explicit DensitySmem(unsigned char* smem)
+      : sA(reinterpret_cast<E*>(smem)),
+        sB(reinterpret_cast<E*>(smem + LEFT)),
+        sR(reinterpret_cast<double*>(smem + LEFT)),
+        scratch(smem + LEFT + align128(RB)) {}
+};
+
 template <int XC, int D, int MMA>
 __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
     kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
@@ -326,18 +344,9 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
                double* __restrict__ rho, const int npts_pad,
                unsigned long long* __restrict__ counter) {
   typedef Xc<XC> X;
-  typedef Smem<D, MMA> S;
-  typedef typename S::E E;
-  typedef Elem<MMA> C;
-  constexpr int DD = D * D, LDN = S::LDN, DL = D * LDN;
-  constexpr int RS = NT / D, PT = DD / NT;
+  constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
   KD_DYNAMIC_SMEM(smem);
-  E* sA = reinterpret_cast<E*>(smem);
-  unsigned char* region = smem + align128(DL * (int)sizeof(E));
-  E* sB = reinterpret_cast<E*>(region);
-  double* sR = reinterpret_cast<double*>(region);
-  constexpr int RB = X::NRIGHT * DL * 8 > X::NRHO * NT * 8 ? X::NRIGHT * DL * 8 : X::NRHO * NT * 8;
-  void* scratch = region + align128(RB);
+  const DensitySmem<X::NRHO, X::NRIGHT, D, MMA> sm(smem);
   __shared__ int list[NT];
   __shared__ int warp_counts[NWARP];
 
@@ -345,9 +354,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
   const int i = threadIdx.x % D, u0 = threadIdx.x / D;
-  double acc[X::NRHO];
-#pragma unroll
-  for (int o = 0; o < X::NRHO; ++o) acc[o] = 0.0;
+  double acc[X::NRHO] = {};
   unsigned long long executed = 0;
 
   for (int a = 0; a < n; ++a) {
@@ -367,17 +374,17 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       return dtiles + ((size_t)p * nbb + row_idx[start + b]) * DD;
     };
     const int pairs = product_row<X::NRIGHT, D, MMA>(t, X::SYM ? a : 0, n, flag, dtile, phi,
-                                                     start, blk0, ncs, sA, sB, list, warp_counts);
+                                                     start, blk0, ncs, sm.sA, sm.sB, list, warp_counts);
     if (pairs == 0) continue;  // uniform: every thread saw the same totals
     // R_c = sum_q D_pq Phi_qg,c to shared memory, then contract with Phi_pg over the rows u
 #pragma unroll
-    for (int c = 0; c < X::NRIGHT; ++c) t[c].store(sR + c * DD, D, scratch);
+    for (int c = 0; c < X::NRIGHT; ++c) t[c].store(sm.sR + c * DD, D, sm.scratch);
     __syncthreads();
     const double* left = phi + (size_t)(start + a - blk0) * ncs * DD;
 #pragma unroll
     for (int m = 0; m < PT; ++m) {
       const int e = (u0 + m * RS) * D + i;
-      const double r0 = sR[e], l0 = left[e];
+      const double r0 = sm.sR[e], l0 = left[e];
       acc[0] = fma(l0, r0, acc[0]);
       if (XC == 1) {
 #pragma unroll
@@ -387,7 +394,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
         double tau = 0.0;
 #pragma unroll
         for (int k = 1; k < 4; ++k) {
-          const double lk = left[k * DD + e], rk = sR[k * DD + e];
+          const double lk = left[k * DD + e], rk = sm.sR[k * DD + e];
           acc[k] += lk * r0 + l0 * rk;
           tau = fma(lk, rk, tau);
         }
@@ -396,11 +403,10 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
     }
     __syncthreads();
   }
-  write_rho<X::NRHO, D>(acc, sR, rho, g, npts_pad);
+  write_rho<X::NRHO, D>(acc, sm.sR, rho, g, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
-// Shared memory of kd_density_orb: as kd_density's with NORB right tiles (gpu/kernels.py).
 template <int XC, int D, int MMA>
 __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
     kd_density_orb(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
@@ -410,19 +416,11 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
                    double* __restrict__ rho, const int npts_pad,
                    unsigned long long* __restrict__ counter) {
   typedef Xc<XC> X;
-  typedef Smem<D, MMA> S;
-  typedef typename S::E E;
-  constexpr int DD = D * D, LDN = S::LDN, DL = D * LDN;
-  constexpr int RS = NT / D, PT = DD / NT;
+  constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
   // the gradient needs C^T grad Phi: no left AO factor to take it from
   constexpr int NORB = XC == 0 ? 1 : 4;
   KD_DYNAMIC_SMEM(smem);
-  E* sA = reinterpret_cast<E*>(smem);
-  unsigned char* region = smem + align128(DL * (int)sizeof(E));
-  E* sB = reinterpret_cast<E*>(region);
-  double* sR = reinterpret_cast<double*>(region);
-  constexpr int RB = NORB * DL * 8 > X::NRHO * NT * 8 ? NORB * DL * 8 : X::NRHO * NT * 8;
-  void* scratch = region + align128(RB);
+  const DensitySmem<X::NRHO, NORB, D, MMA> sm(smem);
   __shared__ int list[NT];
   __shared__ int warp_counts[NWARP];
 
@@ -430,9 +428,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
   const int i = threadIdx.x % D, u0 = threadIdx.x / D;
-  double acc[X::NRHO];
-#pragma unroll
-  for (int o = 0; o < X::NRHO; ++o) acc[o] = 0.0;
+  double acc[X::NRHO] = {};
   unsigned long long executed = 0;
 
   for (int o = 0; o < nob; ++o) {
@@ -447,23 +443,23 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       ++executed;
       return ctiles + ((size_t)o * nbb + row_idx[start + b]) * DD;
     };
-    const int pairs = product_row<NORB, D, MMA>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sA,
-                                                sB, list, warp_counts);
+    const int pairs = product_row<NORB, D, MMA>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sm.sA,
+                                                sm.sB, list, warp_counts);
     if (pairs == 0) continue;  // uniform
 #pragma unroll
-    for (int c = 0; c < NORB; ++c) t[c].store(sR + c * DD, D, scratch);
+    for (int c = 0; c < NORB; ++c) t[c].store(sm.sR + c * DD, D, sm.scratch);
     __syncthreads();
     // rows u of R are orbitals, columns i grid points
 #pragma unroll
     for (int m = 0; m < PT; ++m) {
       const int e = (u0 + m * RS) * D + i;
-      const double r0 = sR[e];
+      const double r0 = sm.sR[e];
       acc[0] = fma(r0, r0, acc[0]);
       if (XC != 0) {
         double tau = 0.0;
 #pragma unroll
         for (int k = 1; k < 4; ++k) {
-          const double rk = sR[k * DD + e];
+          const double rk = sm.sR[k * DD + e];
           acc[k] = fma(2.0 * r0, rk, acc[k]);
           tau = fma(rk, rk, tau);
         }
@@ -472,7 +468,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
     }
     __syncthreads();
   }
-  write_rho<X::NRHO, D>(acc, sR, rho, g, npts_pad);
+  write_rho<X::NRHO, D>(acc, sm.sR, rho, g, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
