@@ -90,6 +90,9 @@ def sweep_table(results: dict) -> pd.DataFrame:
             # records from before the orbital form ran R = D Phi
             row["density_form"] = pf.get("density_form", "matrix")
             row["ours_matrix_form_s"] = r.get("ours_matrix_form", {}).get("median_s", np.nan)
+            warp = r.get("ours_fp64-tc_warp", {})
+            row["ours_fp64-tc_warp_s"] = warp.get("median_s", np.nan)
+            row["warp_potential_s"] = warp.get("phases_s", {}).get("potential", np.nan)
             row["density_pair_fraction"] = pf.get("density_pair_fraction")
             row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
             # one call timed phase by phase; "other" is the functional (libxc) and host work
@@ -255,6 +258,7 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "ours_fp64_recompute_s",
             "density_form",
             "ours_matrix_form_s",
+            "ours_fp64-tc_warp_s",
             "best_fp64_s",
             "exc_cublas_s",
             "gpu4pyscf_s",
@@ -272,7 +276,8 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "(orders, blocks, AO cache) is the first call, paid once per geometry and grid. "
             "density_form: the densities from R = D Phi (matrix, the paper's) or from the "
             "occupied orbitals the SCF density carries (orbitals, chosen by the estimated block "
-            "products); ours_matrix_form_s: the same call with R = D Phi where the orbitals ran."
+            "products); ours_matrix_form_s: the same call with R = D Phi where the orbitals ran; "
+            "ours_fp64-tc_warp_s: FP64 tensor cores with the warp-tiled potential kernel."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))
@@ -282,11 +287,12 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             lines.append(
                 "AO values: evaluation and gathering of the kept blocks when they are not cached "
                 "(0 when cached); density and potential: the block-pair kernels; other: the "
-                "functional (libxc) and the host's work."
+                "functional (libxc) and the host's work; warp_potential_s: the potential phase "
+                "with the warp-tiled kernel (FP64 tensor cores) where measured."
             )
             lines.append("")
             pcols = ["section", "molecule", "natm", "nao", "phases_mode"]
-            pcols += [f"{p}_s" for p in PHASES] + ["other_s", "ao_cached"]
+            pcols += [f"{p}_s" for p in PHASES] + ["other_s", "warp_potential_s", "ao_cached"]
             lines.append(to_markdown(phased[pcols]))
     paper = prov.get("paper_v100", {})
     if paper:

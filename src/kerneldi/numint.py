@@ -124,19 +124,20 @@ class KerneLDIMixin:
         return dict(timer.seconds) | {"call": total}
 
     def update_settings(self, **changes) -> None:
-        """New settings; the pair threshold, the GPU product mode and the density form keep
-        the block structure already built, any other change rebuilds it on the next call."""
-        self.settings = dataclasses.replace(self.settings, **changes)
+        """New settings; the pair threshold, the GPU product mode and potential kernel and the
+        density form keep the block structure already built, any other change rebuilds it on
+        the next call."""
+        settings = dataclasses.replace(self.settings, **changes)
         eng = self._engine
-        if eng is None:
-            return
-        if set(changes) <= {"t_d", "mma", "density_form"}:
-            if "mma" in changes and hasattr(eng, "use_mma"):
-                eng.use_mma(changes["mma"])
-            eng.settings = dataclasses.replace(eng.settings, **changes)
-        else:
+        if eng is not None and set(changes) <= {"t_d", "mma", "density_form", "potential_kernel"}:
+            if hasattr(eng, "apply_settings"):  # the GPU's: checks (and raises) first
+                eng.apply_settings(settings)
+            else:
+                eng.settings = dataclasses.replace(eng.settings, **changes)
+        elif eng is not None:
             self._engine = None
             self._engine_key = None
+        self.settings = settings
 
     def set_mma(self, mma: str) -> None:
         """Switch the GPU product mode, keeping the block structure already built."""

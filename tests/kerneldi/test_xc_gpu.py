@@ -25,6 +25,15 @@ def test_gpu_backend_matches_pyscf(xc, mma, get_system, get_reference):
     assert abs(e - e0) <= EXC_TOL and float(abs(v.get() - v0).max()) <= VXC_TOL
 
 
+@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+def test_gpu_warp_tiled_potential_matches_pyscf(xc, get_system, get_reference):
+    mol, grids, dm = get_system(*CASE)
+    n0, e0, v0 = get_reference(*CASE, xc, "rks")
+    ni = kerneldi.NumInt(backend="gpu", mma="fp64-tc", potential_kernel="warp")
+    n, e, v = ni.nr_rks(mol, grids, xc, dm)
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+
+
 def test_gpu_backend_unrestricted(get_system, get_reference):
     case = ("water_clusters/002", "def2-svp", 1)
     mol, grids, dm = get_system(*case, charge=1, spin=1)

@@ -6,6 +6,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstddef>
+#include <deque>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -27,6 +28,7 @@ struct kd_dim3 {
 namespace kd_emu {
 inline thread_local kd_dim3 thread_idx, block_idx;
 inline std::barrier<>* bar = nullptr;
+inline std::barrier<>* warp_bars[8];  // one per warp of 32 threads
 alignas(256) inline unsigned char dynamic_smem[256 * 1024];
 inline std::atomic<unsigned> votes[32];
 inline std::atomic<int> any_flag;
@@ -37,6 +39,9 @@ inline void sync() { bar->arrive_and_wait(); }
 #define blockIdx kd_emu::block_idx
 
 inline void __syncthreads() { kd_emu::sync(); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  kd_emu::warp_bars[threadIdx.x >> 5]->arrive_and_wait();
+}
 
 inline int __syncthreads_or(int pred) {
   kd_emu::sync();
@@ -148,6 +153,8 @@ template <typename... P, typename... A>
 void kd_emu_launch(void (*kernel)(P...), int grid, A... args) {
   std::barrier<> b(256);
   kd_emu::bar = &b;
+  std::deque<std::barrier<>> warps;  // a deque: barriers cannot move
+  for (int w = 0; w < 8; ++w) kd_emu::warp_bars[w] = &warps.emplace_back(32);
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < 256; ++t)
     threads.emplace_back([&, t] {

@@ -28,8 +28,12 @@ def kernel_params(name: str) -> list[tuple[str, str]]:
     m = re.search(rf"\b{name}\(([^)]*)\)\s*{{", src)
     if m is None:
         raise RuntimeError(f"kernel {name} not found in {kd.SOURCE.name}")
+    params = m.group(1).strip()
+    if re.fullmatch(r"\w+", params):  # a macro of the source holds the parameter list
+        d = re.search(rf"#define {params}((?:.*\\\n)*.*)", src)
+        params = d.group(1).replace("\\\n", " ")
     out = []
-    for p in m.group(1).split(","):
+    for p in params.split(","):
         words = p.replace("__restrict__", "").split()
         ctype = " ".join(words[:-1])
         if not ctype.endswith("*"):  # a const scalar is passed by value

@@ -66,7 +66,7 @@ class GPUBlockEngine:
     ):
         t_setup = time.perf_counter()
         settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, device))
-        kd.check_supported(settings.block_size, settings.mma)
+        kd.check_supported(settings.block_size, settings.mma, settings.potential_kernel)
         self.segment_blocks = segment_blocks
         xp = self.xp = device.xp
         self.device, self.mol, self.layout, self.settings = device, mol, layout, settings
@@ -144,13 +144,14 @@ class GPUBlockEngine:
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
 
-    def use_mma(self, mma: str) -> None:
-        """Another product mode on the same blocks (the kernels are the only difference)."""
-        mma = kd.resolve_mma(dataclasses.replace(self.settings, mma=mma), self.device)
-        kd.check_supported(self.layout.d, mma)
-        self.kernels = self.device.kernels(self.layout.d, mma)
-        self.mma = kd.MMA_CODES[mma]
-        self.settings = dataclasses.replace(self.settings, mma=mma)
+    def apply_settings(self, settings: Settings) -> None:
+        """Another product mode, potential kernel, pair threshold or density form on the same
+        blocks (the block structure does not depend on them)."""
+        settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, self.device))
+        kd.check_supported(self.layout.d, settings.mma, settings.potential_kernel)
+        self.kernels = self.device.kernels(self.layout.d, settings.mma)
+        self.mma = kd.MMA_CODES[settings.mma]
+        self.settings = settings
 
     # -- operands ---------------------------------------------------------------------------
     def _i32(self, a):
@@ -259,7 +260,11 @@ class GPUBlockEngine:
         wt, wmaxt = (w[4], wmax[4]) if xctype == "MGGA" else (dummy, dummy)
         f = xp.zeros((lay.nao_pad, lay.nao_pad))
         counter = xp.zeros(1, dtype=np.uint64)
-        kpot = self.kernels[f"kd_potential<{kd.XC_CODES[xctype]},{d},{self.mma}>"]
+        xc = kd.XC_CODES[xctype]
+        if st.potential_kernel == "warp":
+            kpot = self.kernels[f"kd_potential_warp<{xc}>"]
+        else:
+            kpot = self.kernels[f"kd_potential<{xc},{d},{self.mma}>"]
         kaow = self.kernels[f"kd_aow<{d}>"]
         for g0, g1 in self.batches:
             data = self._batch_data(g0, g1)

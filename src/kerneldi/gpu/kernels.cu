@@ -472,97 +472,55 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
-// Shared memory of kd_potential: two buffers of [left tile | right tile] (the first reused for
-// the output tile) and the tensor-core scratch. The host computes the same size (gpu/kernels.py).
-//
-// The products of a tile are a flat sequence of steps, NSTEP per executed grid block: F_pr +=
-// L R^T with L, R staged from global memory, R's columns scaled by grid weights where the term
-// has them. Each thread loads the next step's elements into registers while the current step's
-// product runs from the other buffer, so global latency overlaps the products (one barrier per
-// step).
-template <int XC, int D, int MMA>
-__global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)  // 2 blocks/SM
-    kd_potential(const double* __restrict__ phi, const int ncs, const double* __restrict__ aow,
-                 const double* __restrict__ amax, const int* __restrict__ row_ptr,
-                 const int* __restrict__ col_idx, const int* __restrict__ row_blk,
-                 const double* __restrict__ phimax, const double* __restrict__ w0,
-                 const double* __restrict__ wt, const double* __restrict__ wmax0,
-                 const double* __restrict__ wmaxt, const int* __restrict__ tiles, const int nseg,
-                 const int seg_blocks, const int g0, const int g1, const int blk0,
-                 const double t_d, double* __restrict__ F, const int nao_pad,
-                 unsigned long long* __restrict__ counter) {
-  typedef Smem<D, MMA> S;
-  typedef typename S::E E;
-  typedef Elem<MMA> C;
-  constexpr int DD = D * D, LDS = S::LDS, PT = DD / NT;
-  // LDA: Phi_p (w Phi_r)^T; GGA: + Phi_p A_r^T + A_p Phi_r^T; meta-GGA: + 3 tau terms
-  constexpr int NSTEP = XC == 0 ? 1 : (XC == 1 ? 2 : 5);
-  constexpr int TILE = align128(D * LDS * (int)sizeof(E));
-  KD_DYNAMIC_SMEM(smem);
-  E* sL[2] = {reinterpret_cast<E*>(smem), reinterpret_cast<E*>(smem + 2 * TILE)};
-  E* sR[2] = {reinterpret_cast<E*>(smem + TILE), reinterpret_cast<E*>(smem + 3 * TILE)};
-  double* sC = reinterpret_cast<double*>(smem);
-  void* scratch = smem + (4 * TILE > DD * 8 ? 4 * TILE : align128(DD * 8));
-  __shared__ int list_a[NT];
-  __shared__ int list_b[NT];
-  __shared__ int warp_counts[NWARP];
+// ---- the potential: F_pr += sum_g (terms of grid block g), one output tile (p, r) per block ----
 
-  // block (tile, segment): a segment is seg_blocks grid blocks of the batch, so that tiles whose
-  // rows share many grid blocks are spread over several thread blocks
-  const int tile = blockIdx.x / nseg, seg = blockIdx.x % nseg;
-  const int p = tiles[2 * tile], r = tiles[2 * tile + 1];
-  const int gs = g0 + seg * seg_blocks, ge = min(gs + seg_blocks, g1);
-  const int ps = lower_bound(col_idx, row_ptr[p], row_ptr[p + 1], gs);
-  const int pe = lower_bound(col_idx, ps, row_ptr[p + 1], ge);
-  const int rs = lower_bound(col_idx, row_ptr[r], row_ptr[r + 1], gs);
-  const int re = lower_bound(col_idx, rs, row_ptr[r + 1], ge);
-  if (ps == pe || rs == re) return;
-  // walk the shorter row, find its grid blocks in the longer one (Eq. 15 intersection)
+#define KD_POTENTIAL_PARAMS                                                                     \
+  const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
+      const double *__restrict__ amax, const int *__restrict__ row_ptr,                         \
+      const int *__restrict__ col_idx, const int *__restrict__ row_blk,                         \
+      const double *__restrict__ phimax, const double *__restrict__ w0,                         \
+      const double *__restrict__ wt, const double *__restrict__ wmax0,                          \
+      const double *__restrict__ wmaxt, const int *__restrict__ tiles, const int nseg,          \
+      const int seg_blocks, const int g0, const int g1, const int blk0, const double t_d,       \
+      double *__restrict__ F, const int nao_pad, unsigned long long *__restrict__ counter
+
+// Term j of an executed grid block g: F_pr += L diag(w) R^T (w = 1 where null). LDA:
+// Phi_p (w Phi_r)^T; GGA: Phi_p A_r^T + A_p Phi_r^T with A = sum_c wv_c Phi_c (wv_0 halved on
+// the host); meta-GGA adds sum_k Phi_p,k diag(w_tau) Phi_r,k^T (w_tau halved on the host).
+template <int XC>
+struct Terms {
+  static constexpr int N = XC == 0 ? 1 : (XC == 1 ? 2 : 5);
+  const double* L;
+  const double* R;
+  const double* w;
+  template <int D>
+  __device__ __forceinline__ static Terms get(int j, int g, int bp, int br, const double* phi,
+                                              int ncs, const double* aow, const double* w0,
+                                              const double* wt) {
+    constexpr int DD = D * D;
+    const double* P = phi + (size_t)bp * ncs * DD;
+    const double* R = phi + (size_t)br * ncs * DD;
+    if (XC == 0) return {P, R, w0 + (size_t)g * D};
+    if (j == 0) return {P, aow + (size_t)br * DD, nullptr};
+    if (j == 1) return {aow + (size_t)bp * DD, R, nullptr};
+    return {P + (j - 1) * DD, R + (j - 1) * DD, wt + (size_t)g * D};
+  }
+};
+
+// The grid blocks of the block's segment shared by rows p and r (Eq. 15 intersection) that pass
+// Eq. 17, compacted NT at a time into (list_a, list_b), their BCS(R) entries in rows p and r;
+// ``run(total)`` executes a chunk's products. Returns the executed grid blocks (uniform).
+template <int XC, typename Run>
+__device__ __forceinline__ unsigned long long for_each_pair_chunk(
+    int ps, int pe, int rs, int re, const int* __restrict__ col_idx,
+    const int* __restrict__ row_blk, const double* __restrict__ phimax,
+    const double* __restrict__ amax, const double* __restrict__ wmax0,
+    const double* __restrict__ wmaxt, int blk0, double t_d, int* list_a, int* list_b,
+    int* warp_counts, Run run) {
+  // walk the shorter row, find its grid blocks in the longer one
   const bool walk_p = (pe - ps) <= (re - rs);
   const int ws = walk_p ? ps : rs, we = walk_p ? pe : re;
   const int ss = walk_p ? rs : ps, se = walk_p ? re : pe;
-
-  // this thread's elements of a staged tile: rows e / D, one column (so one grid weight)
-  const int col = threadIdx.x % D;
-  double lreg[PT], rreg[PT];
-  auto fetch = [&](int step) {
-    const int m = step / NSTEP, j = step % NSTEP;
-    const int g = col_idx[list_a[m]];
-    const int bp = row_blk[list_a[m]] - blk0, br = row_blk[list_b[m]] - blk0;
-    const double* P = phi + (size_t)bp * ncs * DD;
-    const double* R = phi + (size_t)br * ncs * DD;
-    const double* L = P;
-    const double* Rt = R;
-    double w = 1.0;
-    if (XC == 0) {
-      w = w0[(size_t)g * D + col];
-    } else if (j == 0) {  // F = Phi A^T + A Phi^T with A = sum_c wv_c Phi_c (wv_0 halved)
-      Rt = aow + (size_t)br * DD;
-    } else if (j == 1) {
-      L = aow + (size_t)bp * DD;
-    } else {  // + sum_k Phi_k diag(w_tau) Phi_k^T (w_tau halved on the host)
-      L = P + (j - 1) * DD;
-      Rt = R + (j - 1) * DD;
-      w = wt[(size_t)g * D + col];
-    }
-#pragma unroll
-    for (int k = 0; k < PT; ++k) {
-      const int e = threadIdx.x + k * NT;
-      lreg[k] = L[e];
-      rreg[k] = w * Rt[e];
-    }
-  };
-  auto put = [&](int buf) {
-#pragma unroll
-    for (int k = 0; k < PT; ++k) {
-      const int e = threadIdx.x + k * NT;
-      sL[buf][(e / D) * LDS + col] = C::from(lreg[k]);
-      sR[buf][(e / D) * LDS + col] = C::from(rreg[k]);
-    }
-  };
-
-  Tile<D, MMA> acc;
-  acc.zero();
   unsigned long long executed = 0;
   for (int base = ws; base < we; base += NT) {
     const int e = base + threadIdx.x;
@@ -585,29 +543,24 @@ __global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)
     int total;
     const int pos = compact_position(flag, warp_counts, &total);
     if (pos >= 0) {
-      list_a[pos] = walk_p ? e : k;  // BCS(R) entry of row p
-      list_b[pos] = walk_p ? k : e;  // BCS(R) entry of row r
+      list_a[pos] = walk_p ? e : k;
+      list_b[pos] = walk_p ? k : e;
     }
     __syncthreads();
-    const int nsteps = total * NSTEP;
-    if (nsteps > 0) {
-      fetch(0);
-      put(0);
-    }
-    __syncthreads();
-    for (int step = 0; step < nsteps; ++step) {
-      const int buf = step & 1;
-      if (step + 1 < nsteps) fetch(step + 1);  // in flight during the product
-      acc.nt(sL[buf], LDS, sR[buf], LDS);
-      if (step + 1 < nsteps) put(buf ^ 1);  // the other buffer was last read a barrier ago
-      __syncthreads();
-    }
+    run(total);
+    __syncthreads();  // the lists are rewritten by the next chunk
     executed += total;
   }
-  if (__syncthreads_or(executed > 0) == 0) return;
-  acc.store(sC, D, scratch);
-  __syncthreads();
-  for (int e = threadIdx.x; e < DD; e += NT) {
+  return executed;
+}
+
+// F_pr += C and F_rp += C^T for the block's output tile C (in shared memory, row pitch D), and
+// the executed pair count (both orientations).
+template <int D>
+__device__ __forceinline__ void add_tile(const double* sC, int p, int r, int nseg, double* F,
+                                         int nao_pad, unsigned long long executed,
+                                         unsigned long long* counter) {
+  for (int e = threadIdx.x; e < D * D; e += NT) {
     const int u = e / D, v = e % D;
     const double val = sC[e];
     double* fpr = F + (size_t)(p * D + u) * nao_pad + r * D + v;
@@ -621,6 +574,185 @@ __global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)
     }
   }
   if (threadIdx.x == 0) atomicAdd(counter, (unsigned long long)(p == r ? executed : 2 * executed));
+}
+
+// The block's (tile, segment): a segment is seg_blocks grid blocks of the batch, so that tiles
+// whose rows share many grid blocks are spread over several thread blocks. False when the rows
+// share no grid block there.
+struct TileRows {
+  int p, r, ps, pe, rs, re;
+  __device__ __forceinline__ bool init(const int* tiles, int nseg, int seg_blocks, int g0, int g1,
+                                       const int* row_ptr, const int* col_idx) {
+    const int tile = blockIdx.x / nseg, seg = blockIdx.x % nseg;
+    p = tiles[2 * tile];
+    r = tiles[2 * tile + 1];
+    const int gs = g0 + seg * seg_blocks, ge = min(gs + seg_blocks, g1);
+    ps = lower_bound(col_idx, row_ptr[p], row_ptr[p + 1], gs);
+    pe = lower_bound(col_idx, ps, row_ptr[p + 1], ge);
+    rs = lower_bound(col_idx, row_ptr[r], row_ptr[r + 1], gs);
+    re = lower_bound(col_idx, rs, row_ptr[r + 1], ge);
+    return ps < pe && rs < re;
+  }
+};
+
+// kd_potential: the whole block multiplies one d x d tile step at a time (Tile), from two
+// buffers of [left | right] in shared memory (the first reused for the output tile) and the
+// tensor-core scratch; the host computes the same size (gpu/kernels.py). Each thread loads the
+// next step's elements into registers while the current step's product runs, so global latency
+// overlaps the products (one barrier per step).
+template <int XC, int D, int MMA>
+__global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)  // 2 blocks/SM
+    kd_potential(KD_POTENTIAL_PARAMS) {
+  typedef Smem<D, MMA> S;
+  typedef typename S::E E;
+  typedef Elem<MMA> C;
+  typedef Terms<XC> T;
+  constexpr int DD = D * D, LDS = S::LDS, PT = DD / NT;
+  constexpr int TILE = align128(D * LDS * (int)sizeof(E));
+  KD_DYNAMIC_SMEM(smem);
+  E* sL[2] = {reinterpret_cast<E*>(smem), reinterpret_cast<E*>(smem + 2 * TILE)};
+  E* sR[2] = {reinterpret_cast<E*>(smem + TILE), reinterpret_cast<E*>(smem + 3 * TILE)};
+  double* sC = reinterpret_cast<double*>(smem);
+  void* scratch = smem + (4 * TILE > DD * 8 ? 4 * TILE : align128(DD * 8));
+  __shared__ int list_a[NT];
+  __shared__ int list_b[NT];
+  __shared__ int warp_counts[NWARP];
+  TileRows t;
+  if (!t.init(tiles, nseg, seg_blocks, g0, g1, row_ptr, col_idx)) return;
+
+  // this thread's elements of a staged tile: rows e / D, one column (so one grid weight)
+  const int col = threadIdx.x % D;
+  double lreg[PT], rreg[PT];
+  auto fetch = [&](int step) {
+    const int m = step / T::N;
+    const T op = T::template get<D>(step % T::N, col_idx[list_a[m]], row_blk[list_a[m]] - blk0,
+                                    row_blk[list_b[m]] - blk0, phi, ncs, aow, w0, wt);
+    const double w = op.w ? op.w[col] : 1.0;
+#pragma unroll
+    for (int k = 0; k < PT; ++k) {
+      const int e = threadIdx.x + k * NT;
+      lreg[k] = op.L[e];
+      rreg[k] = w * op.R[e];
+    }
+  };
+  auto put = [&](int buf) {
+#pragma unroll
+    for (int k = 0; k < PT; ++k) {
+      const int e = threadIdx.x + k * NT;
+      sL[buf][(e / D) * LDS + col] = C::from(lreg[k]);
+      sR[buf][(e / D) * LDS + col] = C::from(rreg[k]);
+    }
+  };
+
+  Tile<D, MMA> acc;
+  acc.zero();
+  auto run = [&](int total) {
+    const int nsteps = total * T::N;
+    if (nsteps > 0) {
+      fetch(0);
+      put(0);
+    }
+    __syncthreads();
+    for (int step = 0; step < nsteps; ++step) {
+      const int buf = step & 1;
+      if (step + 1 < nsteps) fetch(step + 1);  // in flight during the product
+      acc.nt(sL[buf], LDS, sR[buf], LDS);
+      if (step + 1 < nsteps) put(buf ^ 1);  // the other buffer was last read a barrier ago
+      __syncthreads();
+    }
+  };
+  const unsigned long long executed =
+      for_each_pair_chunk<XC>(t.ps, t.pe, t.rs, t.re, col_idx, row_blk, phimax, amax, wmax0,
+                              wmaxt, blk0, t_d, list_a, list_b, warp_counts, run);
+  if (__syncthreads_or(executed > 0) == 0) return;
+  acc.store(sC, D, scratch);
+  __syncthreads();
+  add_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
+}
+
+// kd_potential_warp (d = 32, FP64 tensor cores): the executed steps are split into halves of 16
+// grid points and dealt to the warps round robin; each warp stages its half tiles (32 x 16, left
+// and right, rows padded to 20 doubles) in its own shared-memory slice and accumulates the whole
+// 32 x 32 output as 4 x 4 DMMA fragments, so every fragment feeds four products and the warps
+// run without block barriers between steps. The eight partial tiles are summed at the end.
+// Shared memory: 8 x (left, right) slices, reused for the partial tiles (gpu/kernels.py).
+template <int XC>
+__global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) {
+  using namespace nvcuda::wmma;
+  typedef Terms<XC> T;
+  constexpr int D = 32, H = 16, LDH = H + 4, HALF = D * LDH;
+  KD_DYNAMIC_SMEM(smem);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  double* sL = reinterpret_cast<double*>(smem) + warp * 2 * HALF;
+  double* sR = sL + HALF;
+  __shared__ int list_a[NT];
+  __shared__ int list_b[NT];
+  __shared__ int warp_counts[NWARP];
+  TileRows t;
+  if (!t.init(tiles, nseg, seg_blocks, g0, g1, row_ptr, col_idx)) return;
+
+  fragment<accumulator, 8, 8, 4, double> acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) fill_fragment(acc[i][j], 0.0);
+  auto run = [&](int total) {
+    for (int s = warp; s < total * T::N * 2; s += NWARP) {
+      const int m = s / (2 * T::N), h = s % 2;
+      const T op = T::template get<D>((s / 2) % T::N, col_idx[list_a[m]],
+                                      row_blk[list_a[m]] - blk0, row_blk[list_b[m]] - blk0, phi,
+                                      ncs, aow, w0, wt);
+      // lanes 0-15 and 16-31 read two rows of 16 points per pass
+      const int c = lane % H, pt = h * H + c;
+      const double w = op.w ? op.w[pt] : 1.0;
+#pragma unroll 4
+      for (int row = lane / H; row < D; row += 2) {
+        sL[row * LDH + c] = op.L[row * D + pt];
+        sR[row * LDH + c] = w * op.R[row * D + pt];
+      }
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < H; k += 4) {
+        fragment<matrix_a, 8, 8, 4, double, row_major> a[4];
+        fragment<matrix_b, 8, 8, 4, double, col_major> b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) load_matrix_sync(a[i], sL + 8 * i * LDH + k, LDH);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) load_matrix_sync(b[j], sR + 8 * j * LDH + k, LDH);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+      }
+      __syncwarp();  // the slice is restaged by this warp's next step
+    }
+  };
+  const unsigned long long executed =
+      for_each_pair_chunk<XC>(t.ps, t.pe, t.rs, t.re, col_idx, row_blk, phimax, amax, wmax0,
+                              wmaxt, blk0, t_d, list_a, list_b, warp_counts, run);
+  if (__syncthreads_or(executed > 0) == 0) return;
+  // partial tiles to the slices (8 x 32 x 32 doubles fit in the 8 x 2 x 32 x 20), then summed
+  double* part = reinterpret_cast<double*>(smem) + warp * D * D;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      store_matrix_sync(part + 8 * i * D + 8 * j, acc[i][j], D, mem_row_major);
+  __syncthreads();
+  double* sC = reinterpret_cast<double*>(smem);
+  double sum[D * D / NT];
+#pragma unroll
+  for (int q = 0; q < D * D / NT; ++q) {
+    const int e = threadIdx.x + q * NT;
+    sum[q] = 0.0;
+#pragma unroll
+    for (int w = 0; w < NWARP; ++w) sum[q] += sC[w * D * D + e];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int q = 0; q < D * D / NT; ++q) sC[threadIdx.x + q * NT] = sum[q];
+  __syncthreads();
+  add_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
 }
 
 // A_b = sum_{c<4} wv_c Phi_b,c on every kept block of the batch, and max |A_b|.

@@ -29,9 +29,14 @@ def resolve_mma(settings, device) -> str:
     return "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
 
 
-def check_supported(block_size: int, mma: str) -> None:
+def check_supported(block_size: int, mma: str, potential_kernel: str = "block") -> None:
     if mma not in MMA_CODES:
         raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
+    if potential_kernel == "warp" and not warp_tiles(block_size, MMA_CODES[mma]):
+        raise SettingsError(
+            f"potential_kernel='warp' takes the FP64 tensor cores at block_size 32, "
+            f"got mma={mma!r}, block_size={block_size}"
+        )
     if mma == "fp64" and block_size not in (16, 32, 64):
         raise SettingsError(f"the GPU kernels take block_size 16, 32 or 64, got {block_size}")
     if mma != "fp64" and block_size != 32:
@@ -59,6 +64,15 @@ def potential_smem(d: int, mma: int) -> int:
     return base + (_align(d * d * 8) if mma else 0)
 
 
+# kd_potential_warp: 8 warps x (left, right) half tiles of 32 x 20 doubles
+POTENTIAL_WARP_SMEM = 8 * 2 * 32 * 20 * 8
+
+
+def warp_tiles(d: int, mma: int) -> bool:
+    """Whether kd_potential_warp exists for (d, mma): FP64 tensor cores at d = 32."""
+    return d == 32 and mma == MMA_CODES["fp64-tc"]
+
+
 def names(d: int, mma: int) -> list[str]:
     out = [f"kd_aow<{d}>", f"kd_ao_norms<{d}>", f"kd_ao_gather<{d}>"]
     for xc in XC_CODES.values():
@@ -67,6 +81,8 @@ def names(d: int, mma: int) -> list[str]:
             f"kd_density_orb<{xc},{d},{mma}>",
             f"kd_potential<{xc},{d},{mma}>",
         ]
+        if warp_tiles(d, mma):
+            out.append(f"kd_potential_warp<{xc}>")
     return out
 
 
@@ -74,6 +90,8 @@ def smem_bytes(expr: str, d: int, mma: int) -> int:
     if expr.startswith("kd_density"):
         xc = int(expr.split("<")[1].split(",")[0])
         return density_smem(xc, d, mma, orbitals=expr.startswith("kd_density_orb"))
+    if expr.startswith("kd_potential_warp"):
+        return POTENTIAL_WARP_SMEM
     if expr.startswith("kd_potential"):
         return potential_smem(d, mma)
     return 0
