@@ -347,16 +347,16 @@ def compare_sizes(
             rec["ours_phases_s"] = {"mode": mma} | phases
             log(name, "phases", rec["ours_phases_s"])
         if "fp64-tc" in env.modes:
-            # the potential with warp tiles (an option until measured faster)
-            ni.update_settings(mma="fp64-tc", potential_kernel="warp")
+            # the warp-tiled kernels (potential, orbital density): an option until measured
+            ni.update_settings(mma="fp64-tc", tiling="warp")
             t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
             rec["ours_fp64-tc_warp"] = {
                 "median_s": t["median_s"],
                 f"vs_{env.library}": errors(t["result"], ref),
                 "phases_s": ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)),
             }
-            log(name, "warp potential", rec["ours_fp64-tc_warp"])
-            ni.update_settings(mma=mma, potential_kernel="block")
+            log(name, "warp tiles", rec["ours_fp64-tc_warp"])
+            ni.update_settings(mma=mma, tiling="block")
         if ni.stats().get("density_form") == "orbitals":
             # the same mode with the paper's R = D Phi: what the orbital form buys here
             ni.update_settings(density_form="matrix")

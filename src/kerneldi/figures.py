@@ -92,7 +92,8 @@ def sweep_table(results: dict) -> pd.DataFrame:
             row["ours_matrix_form_s"] = r.get("ours_matrix_form", {}).get("median_s", np.nan)
             warp = r.get("ours_fp64-tc_warp", {})
             row["ours_fp64-tc_warp_s"] = warp.get("median_s", np.nan)
-            row["warp_potential_s"] = warp.get("phases_s", {}).get("potential", np.nan)
+            for phase in ("density", "potential"):
+                row[f"warp_{phase}_s"] = warp.get("phases_s", {}).get(phase, np.nan)
             row["density_pair_fraction"] = pf.get("density_pair_fraction")
             row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
             # one call timed phase by phase; "other" is the functional (libxc) and host work
@@ -277,7 +278,7 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "density_form: the densities from R = D Phi (matrix, the paper's) or from the "
             "occupied orbitals the SCF density carries (orbitals, chosen by the estimated block "
             "products); ours_matrix_form_s: the same call with R = D Phi where the orbitals ran; "
-            "ours_fp64-tc_warp_s: FP64 tensor cores with the warp-tiled potential kernel."
+            "ours_fp64-tc_warp_s: FP64 tensor cores with the warp-tiled kernels (tiling='warp')."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))
@@ -287,12 +288,13 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             lines.append(
                 "AO values: evaluation and gathering of the kept blocks when they are not cached "
                 "(0 when cached); density and potential: the block-pair kernels; other: the "
-                "functional (libxc) and the host's work; warp_potential_s: the potential phase "
-                "with the warp-tiled kernel (FP64 tensor cores) where measured."
+                "functional (libxc) and the host's work; warp_*: the phases with the warp-tiled "
+                "kernels (FP64 tensor cores) where measured."
             )
             lines.append("")
             pcols = ["section", "molecule", "natm", "nao", "phases_mode"]
-            pcols += [f"{p}_s" for p in PHASES] + ["other_s", "warp_potential_s", "ao_cached"]
+            pcols += [f"{p}_s" for p in PHASES] + ["other_s", "warp_density_s", "warp_potential_s"]
+            pcols.append("ao_cached")
             lines.append(to_markdown(phased[pcols]))
     paper = prov.get("paper_v100", {})
     if paper:

@@ -129,7 +129,7 @@ class KerneLDIMixin:
         the next call."""
         settings = dataclasses.replace(self.settings, **changes)
         eng = self._engine
-        if eng is not None and set(changes) <= {"t_d", "mma", "density_form", "potential_kernel"}:
+        if eng is not None and set(changes) <= {"t_d", "mma", "density_form", "tiling"}:
             if hasattr(eng, "apply_settings"):  # the GPU's: checks (and raises) first
                 eng.apply_settings(settings)
             else:

@@ -16,9 +16,10 @@ BASIS_ORDERS = ("cluster", "input")
 # otherwise (same accuracy; 1.4x-1.9x faster on the H200, reports/xc/gpu_summary.md).
 MMA_MODES = ("auto", "fp64", "fp64-tc", "fp16-tc")
 AO_CACHE = ("auto", "always", "never")
-# GPU potential products: the whole thread block on one d x d tile step ("block"), or each warp
-# on its own steps with a 32 x 32 output of its own ("warp"; FP64 tensor cores, d = 32)
-POTENTIAL_KERNELS = ("block", "warp")
+# GPU products: the whole thread block on one d x d tile step ("block"), or each warp on its own
+# steps into a 32 x 32 output of its own ("warp": the potential and the orbital-form density;
+# FP64 tensor cores, d = 32)
+TILINGS = ("block", "warp")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Settings:
     optimal_leaf_max: int = 1500
     mma: str = "auto"
     density_form: str = "auto"
-    potential_kernel: str = "block"
+    tiling: str = "block"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6
@@ -64,7 +65,7 @@ class Settings:
             ("leaf_order", LEAF_ORDERS),
             ("mma", MMA_MODES),
             ("density_form", DENSITY_FORMS),
-            ("potential_kernel", POTENTIAL_KERNELS),
+            ("tiling", TILINGS),
             ("ao_cache", AO_CACHE),
         ):
             if getattr(self, name) not in allowed:

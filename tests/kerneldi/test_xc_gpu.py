@@ -25,12 +25,16 @@ def test_gpu_backend_matches_pyscf(xc, mma, get_system, get_reference):
     assert abs(e - e0) <= EXC_TOL and float(abs(v.get() - v0).max()) <= VXC_TOL
 
 
+@pytest.mark.parametrize("form", ["matrix", "orbitals"])
 @pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
-def test_gpu_warp_tiled_potential_matches_pyscf(xc, get_system, get_reference):
-    mol, grids, dm = get_system(*CASE)
-    n0, e0, v0 = get_reference(*CASE, xc, "rks")
-    ni = kerneldi.NumInt(backend="gpu", mma="fp64-tc", potential_kernel="warp")
+def test_gpu_warp_tiles_match_pyscf(xc, form):
+    from pyscf import dft
+
+    mol, grids, dm = orbital_system(*CASE)
+    n0, e0, v0 = dft.numint.NumInt().nr_rks(mol, grids, xc, np.asarray(dm))
+    ni = kerneldi.NumInt(backend="gpu", mma="fp64-tc", tiling="warp", density_form=form)
     n, e, v = ni.nr_rks(mol, grids, xc, dm)
+    assert ni.stats()["density_form"] == form
     assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
 
 

@@ -118,7 +118,7 @@ def test_kernel_variants(small, options):
 @pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
 def test_warp_tiled_potential_matches_pyscf_and_executes_the_cpu_pairs(small, xc):
     mol, grids, dm = small
-    opts = {"mma": "fp64-tc", "potential_kernel": "warp"}
+    opts = {"mma": "fp64-tc", "tiling": "warp"}
     (n0, e0, v0), (n, e, v), emu, cpu = compare(mol, grids, dm, xc, "rks", **opts)
     assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
     assert emu["potential_pair_fraction"] == cpu["potential_pair_fraction"]
@@ -133,14 +133,14 @@ def test_warp_tiled_potential_needs_the_fp64_tensor_cores(small):
     from kerneldi.errors import SettingsError
 
     mol, grids, dm = small
-    with pytest.raises(SettingsError, match="potential_kernel='warp'"):
-        EmulatedNumInt(mma="fp64", potential_kernel="warp").nr_rks(mol, grids, "pbe", dm)
-    ni = EmulatedNumInt(mma="fp64-tc", potential_kernel="warp")
+    with pytest.raises(SettingsError, match="tiling='warp'"):
+        EmulatedNumInt(mma="fp64", tiling="warp").nr_rks(mol, grids, "pbe", dm)
+    ni = EmulatedNumInt(mma="fp64-tc", tiling="warp")
     ref = ni.nr_rks(mol, grids, "pbe", dm)
-    with pytest.raises(SettingsError, match="potential_kernel='warp'"):
+    with pytest.raises(SettingsError, match="tiling='warp'"):
         ni.set_mma("fp64")
     assert ni.settings.mma == "fp64-tc"  # the failed switch changed nothing
-    ni.update_settings(potential_kernel="block")  # same blocks, the block-tile kernel
+    ni.update_settings(tiling="block")  # same blocks, the block-tile kernel
     got = ni.nr_rks(mol, grids, "pbe", dm)
     assert abs(got[1] - ref[1]) <= 1e-12 and np.abs(got[2] - ref[2]).max() <= 1e-12
 

@@ -84,13 +84,22 @@ def test_settings_reject_an_unknown_form():
 
 @pytest.mark.skipif(not cxx20(), reason="needs g++ with C++20 (std::barrier)")
 @pytest.mark.parametrize(
-    ("xc", "mma"), [("lda,vwn", "fp64"), ("pbe", "fp64"), ("m062x", "fp64"), ("m062x", "fp64-tc")]
+    ("xc", "mma", "tiling"),
+    [
+        ("lda,vwn", "fp64", "block"),
+        ("pbe", "fp64", "block"),
+        ("m062x", "fp64", "block"),
+        ("m062x", "fp64-tc", "block"),
+        ("lda,vwn", "fp64-tc", "warp"),
+        ("pbe", "fp64-tc", "warp"),
+        ("m062x", "fp64-tc", "warp"),
+    ],
 )
-def test_orbital_kernel_matches_pyscf_and_the_cpu_products(xc, mma):
+def test_orbital_kernel_matches_pyscf_and_the_cpu_products(xc, mma, tiling):
     mol, grids, dm = orbital_system("water_clusters/003", "6-31g", 0)
     grids = subgrid(grids, 700)
     ref = dft.numint.NumInt().nr_rks(mol, grids, xc, np.asarray(dm))
-    emu = EmulatedNumInt(density_form="orbitals", mma=mma)
+    emu = EmulatedNumInt(density_form="orbitals", mma=mma, tiling=tiling)
     check(emu.nr_rks(mol, grids, xc, dm), ref)
     cpu = kerneldi.NumInt(density_form="orbitals")
     cpu.nr_rks(mol, grids, xc, dm)
@@ -103,3 +112,18 @@ def test_orbital_kernel_matches_pyscf_and_the_cpu_products(xc, mma):
     cpu.nr_rks(mol, grids, xc, dm)
     loose = emu.stats()["density_pair_fraction"]
     assert loose == cpu.stats()["density_pair_fraction"] and loose < 1.0
+
+
+@pytest.mark.skipif(not cxx20(), reason="needs g++ with C++20 (std::barrier)")
+@pytest.mark.parametrize("tiling", ["block", "warp"])
+def test_several_orbital_blocks_with_fractional_occupations(tiling):
+    """Every orbital carries some occupation: 65 of them, three blocks of 32 (three warps)."""
+    mol, grids, dm = orbital_system("water_clusters/003", "6-31g", 0)
+    grids = subgrid(grids, 500)
+    c = dm.mo_coeff
+    occ = 2.0 * np.exp(-np.arange(c.shape[1]) / 20.0)
+    frac = lib.tag_array((c * occ) @ c.T, mo_coeff=c, mo_occ=occ)
+    ref = dft.numint.NumInt().nr_rks(mol, grids, "m062x", np.asarray(frac))
+    emu = EmulatedNumInt(density_form="orbitals", mma="fp64-tc", tiling=tiling)
+    check(emu.nr_rks(mol, grids, "m062x", frac), ref)
+    assert c.shape[1] > 64 and emu.stats()["density_form"] == "orbitals"

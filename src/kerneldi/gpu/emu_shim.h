@@ -107,6 +107,7 @@ template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 struct fragment {
   static constexpr int R = std::is_same_v<Use, matrix_b> ? K : M;
   static constexpr int C = std::is_same_v<Use, matrix_a> ? K : N;
+  static constexpr int num_elements = R * C;  // every lane holds the whole fragment
   T x[R * C];
 };
 

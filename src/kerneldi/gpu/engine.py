@@ -66,7 +66,7 @@ class GPUBlockEngine:
     ):
         t_setup = time.perf_counter()
         settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, device))
-        kd.check_supported(settings.block_size, settings.mma, settings.potential_kernel)
+        kd.check_supported(settings.block_size, settings.mma, settings.tiling)
         self.segment_blocks = segment_blocks
         xp = self.xp = device.xp
         self.device, self.mol, self.layout, self.settings = device, mol, layout, settings
@@ -148,7 +148,7 @@ class GPUBlockEngine:
         """Another product mode, potential kernel, pair threshold or density form on the same
         blocks (the block structure does not depend on them)."""
         settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, self.device))
-        kd.check_supported(self.layout.d, settings.mma, settings.potential_kernel)
+        kd.check_supported(self.layout.d, settings.mma, settings.tiling)
         self.kernels = self.device.kernels(self.layout.d, settings.mma)
         self.mma = kd.MMA_CODES[settings.mma]
         self.settings = settings
@@ -223,7 +223,10 @@ class GPUBlockEngine:
         xc = kd.XC_CODES[xctype]
         if form == "orbitals":
             ct, cmax = forms.orbital_tiles(xp.asarray(orbitals), lay.basis_perm, lay.nao_pad, d, xp)
-            kernel = self.kernels[f"kd_density_orb<{xc},{d},{self.mma}>"]
+            warp = self.settings.tiling == "warp"
+            kernel = self.kernels[
+                f"kd_density_orb_warp<{xc}>" if warp else f"kd_density_orb<{xc},{d},{self.mma}>"
+            ]
             operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
             candidates = len(ct) * lay.nbb * lay.ngb
         else:
@@ -261,7 +264,7 @@ class GPUBlockEngine:
         f = xp.zeros((lay.nao_pad, lay.nao_pad))
         counter = xp.zeros(1, dtype=np.uint64)
         xc = kd.XC_CODES[xctype]
-        if st.potential_kernel == "warp":
+        if st.tiling == "warp":
             kpot = self.kernels[f"kd_potential_warp<{xc}>"]
         else:
             kpot = self.kernels[f"kd_potential<{xc},{d},{self.mma}>"]

@@ -472,6 +472,116 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
+// kd_density_orb_warp (d = 32, FP64 tensor cores): the orbital-form densities with warp tiles.
+// One thread block per grid block g; warp w takes the orbital blocks o = w, w + 8, ...; for each
+// component c it accumulates R_og,c = sum_q C^T_oq Phi_qg,c as 4 x 4 DMMA fragments over halves
+// of 16 basis functions staged in its own shared-memory slice, keeping R_og,0 in registers while
+// the derivative components follow. The element products (R0 R0, R0 Rk, Rk Rk) are summed over
+// the 32 orbitals through the slice, lane i owning grid point i; the warps' sums meet at the end.
+// Shared memory: 8 slices of 32 x 20 + 16 x 36 doubles (gpu/kernels.py).
+template <int XC>
+__global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: up to 255 registers
+    kd_density_orb_warp(const double* __restrict__ phi, const int ncs,
+                        const int* __restrict__ col_ptr, const int* __restrict__ row_idx,
+                        const double* __restrict__ phimax, const double* __restrict__ ctiles,
+                        const double* __restrict__ cmax, const int nbb, const int nob,
+                        const int g0, const int blk0, const double t_d, double* __restrict__ rho,
+                        const int npts_pad, unsigned long long* __restrict__ counter) {
+  using namespace nvcuda::wmma;
+  typedef Xc<XC> X;
+  typedef fragment<accumulator, 8, 8, 4, double> Acc;
+  constexpr int D = 32, DD = D * D, H = 16, LDA = H + 4, LDB = D + 4;
+  constexpr int SLICE = D * LDA + H * LDB;  // also holds one 32 x 32 product tile
+  KD_DYNAMIC_SMEM(smem);
+  __shared__ double red[X::NRHO][NWARP][D];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  double* sA = reinterpret_cast<double*>(smem) + warp * SLICE;
+  double* sB = sA + D * LDA;
+  const int g = g0 + blockIdx.x;
+  const int start = col_ptr[g], n = col_ptr[g + 1] - start;
+  if (n == 0) return;
+  double acc[X::NRHO] = {};  // of grid point ``lane``
+  unsigned long long executed = 0;
+
+  // r = R_og,c = sum over the kept blocks q of g that pass the screening of C^T_oq Phi_qg,c
+  auto product = [&](Acc (&r)[4][4], int o, int c) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) fill_fragment(r[i][j], 0.0);
+    for (int b = 0; b < n; ++b) {
+      const int q = row_idx[start + b];
+      if (cmax[o * nbb + q] * phimax[start + b] < t_d) continue;  // uniform over the warp
+      executed += c == 0;
+      const double* ct = ctiles + ((size_t)o * nbb + q) * DD;  // orbitals x basis functions
+      const double* ph = phi + ((size_t)(start + b - blk0) * ncs + c) * DD;  // functions x points
+      for (int h = 0; h < D; h += H) {
+        for (int e = lane; e < D * H; e += 32) sA[(e / H) * LDA + e % H] = ct[(e / H) * D + h + e % H];
+        for (int e = lane; e < H * D; e += 32) sB[(e / D) * LDB + e % D] = ph[(h + e / D) * D + e % D];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < H; k += 4) {
+          fragment<matrix_a, 8, 8, 4, double, row_major> fa[4];
+          fragment<matrix_b, 8, 8, 4, double, row_major> fb[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) load_matrix_sync(fa[i], sA + 8 * i * LDA + k, LDA);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) load_matrix_sync(fb[j], sB + k * LDB + 8 * j, LDB);
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) mma_sync(r[i][j], fa[i], fb[j], r[i][j]);
+        }
+        __syncwarp();  // the slice is restaged next
+      }
+    }
+  };
+  // sum over the orbitals (rows) of x * y at grid point ``lane`` (column), through the slice
+  auto column_dot = [&](const Acc (&x)[4][4], const Acc (&y)[4][4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        Acc t;
+#pragma unroll
+        for (int e = 0; e < t.num_elements; ++e) t.x[e] = x[i][j].x[e] * y[i][j].x[e];
+        store_matrix_sync(sA + 8 * i * D + 8 * j, t, D, mem_row_major);
+      }
+    __syncwarp();
+    double s = 0.0;
+#pragma unroll 8
+    for (int u = 0; u < D; ++u) s += sA[u * D + lane];
+    __syncwarp();
+    return s;
+  };
+  for (int o = warp; o < nob; o += NWARP) {
+    Acc r0[4][4];
+    product(r0, o, 0);
+    acc[0] += column_dot(r0, r0);
+    if (XC != 0) {
+      for (int k = 1; k < 4; ++k) {
+        Acc rk[4][4];
+        product(rk, o, k);
+        acc[k] += 2.0 * column_dot(r0, rk);
+        if (XC == 2) acc[4] += 0.5 * column_dot(rk, rk);
+      }
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < X::NRHO; ++v) red[v][warp][lane] = acc[v];
+  __syncthreads();
+  if (threadIdx.x < D) {
+#pragma unroll
+    for (int v = 0; v < X::NRHO; ++v) {
+      double s = 0.0;
+#pragma unroll
+      for (int w = 0; w < NWARP; ++w) s += red[v][w][threadIdx.x];
+      rho[(size_t)v * npts_pad + (size_t)g * D + threadIdx.x] = s;
+    }
+  }
+  if (lane == 0) atomicAdd(counter, executed);
+}
+
 // ---- the potential: F_pr += sum_g (terms of grid block g), one output tile (p, r) per block ----
 
 #define KD_POTENTIAL_PARAMS                                                                     \

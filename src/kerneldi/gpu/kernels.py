@@ -29,12 +29,12 @@ def resolve_mma(settings, device) -> str:
     return "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
 
 
-def check_supported(block_size: int, mma: str, potential_kernel: str = "block") -> None:
+def check_supported(block_size: int, mma: str, tiling: str = "block") -> None:
     if mma not in MMA_CODES:
         raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
-    if potential_kernel == "warp" and not warp_tiles(block_size, MMA_CODES[mma]):
+    if tiling == "warp" and not warp_tiles(block_size, MMA_CODES[mma]):
         raise SettingsError(
-            f"potential_kernel='warp' takes the FP64 tensor cores at block_size 32, "
+            f"tiling='warp' takes the FP64 tensor cores at block_size 32, "
             f"got mma={mma!r}, block_size={block_size}"
         )
     if mma == "fp64" and block_size not in (16, 32, 64):
@@ -64,8 +64,10 @@ def potential_smem(d: int, mma: int) -> int:
     return base + (_align(d * d * 8) if mma else 0)
 
 
-# kd_potential_warp: 8 warps x (left, right) half tiles of 32 x 20 doubles
+# the warp-tiled kernels' slices, 8 warps: kd_potential_warp (left, right) half tiles of 32 x 20
+# doubles; kd_density_orb_warp a 32 x 20 and a 16 x 36 half tile
 POTENTIAL_WARP_SMEM = 8 * 2 * 32 * 20 * 8
+DENSITY_WARP_SMEM = 8 * (32 * 20 + 16 * 36) * 8
 
 
 def warp_tiles(d: int, mma: int) -> bool:
@@ -82,7 +84,7 @@ def names(d: int, mma: int) -> list[str]:
             f"kd_potential<{xc},{d},{mma}>",
         ]
         if warp_tiles(d, mma):
-            out.append(f"kd_potential_warp<{xc}>")
+            out += [f"kd_density_orb_warp<{xc}>", f"kd_potential_warp<{xc}>"]
     return out
 
 
@@ -92,6 +94,8 @@ def smem_bytes(expr: str, d: int, mma: int) -> int:
         return density_smem(xc, d, mma, orbitals=expr.startswith("kd_density_orb"))
     if expr.startswith("kd_potential_warp"):
         return POTENTIAL_WARP_SMEM
+    if expr.startswith("kd_density_orb_warp"):
+        return DENSITY_WARP_SMEM
     if expr.startswith("kd_potential"):
         return potential_smem(d, mma)
     return 0
