@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 DENSITY_FORMS = ("auto", "matrix", "orbitals")
+DIAG_TOL = 1e-10  # relative: the diagonal of C diag(n) C^T against that of D
 
 
 def _array(a, xp):
@@ -23,10 +24,11 @@ def _array(a, xp):
 
 
 def occupied_orbitals(dms, xp, spin_halves: bool = False):
-    """C sqrt(n) of every density matrix of ``dms`` (shape (nset, nao, nocc) as ``xp`` arrays)
-    from its ``mo_coeff``/``mo_occ`` tags, or None: untagged, tags that do not fit the
-    matrices, or negative occupations (not a sum of squares). ``spin_halves``: a closed-shell
-    density split into two spin densities, each with half the occupations."""
+    """C sqrt(n) of every density matrix of ``dms`` (a list of (nao, nocc) ``xp`` arrays) from
+    its ``mo_coeff``/``mo_occ`` tags, or None: untagged, tags that do not fit the matrices (shape,
+    or a diagonal of D that C diag(n) C^T does not reproduce), or negative occupations (not a sum
+    of squares). ``spin_halves``: a closed-shell density split into two spin densities, each with
+    half the occupations."""
     mo_coeff = getattr(dms, "mo_coeff", None)
     mo_occ = getattr(dms, "mo_occ", None)
     if mo_coeff is None or mo_occ is None:
@@ -41,10 +43,16 @@ def occupied_orbitals(dms, xp, spin_halves: bool = False):
     occ = mo_occ.reshape(len(coeff), -1) * (0.5 if spin_halves else 1.0)
     if bool((occ < 0).any()):
         return None
+    diag = _array(dms, xp).reshape(len(coeff), nao, nao).diagonal(axis1=1, axis2=2)
+    diag = diag * (0.5 if spin_halves else 1.0)
     out = []
-    for c, n in zip(coeff, occ):
+    for c, n, d in zip(coeff, occ, diag):
         keep = xp.flatnonzero(n > 0)
-        out.append(c[:, keep] * xp.sqrt(n[keep]))
+        orb = c[:, keep] * xp.sqrt(n[keep])
+        # stale tags (a matrix changed after it was tagged) must not define the density
+        if float(xp.abs((orb * orb).sum(axis=1) - d).max()) > DIAG_TOL * max(1.0, float(d.max())):
+            return None
+        out.append(orb)
     return out
 
 

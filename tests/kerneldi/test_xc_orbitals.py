@@ -51,16 +51,19 @@ def test_unrestricted_and_split_closed_shell_orbitals():
 
 def test_occupied_orbitals_from_tags():
     c = np.arange(12.0).reshape(4, 3)
-    dm = lib.tag_array(np.zeros((4, 4)), mo_coeff=c, mo_occ=np.array([2.0, 0.5, 0.0]))
+    occ = np.array([2.0, 0.5, 0.0])
+    dm = lib.tag_array((c * occ) @ c.T, mo_coeff=c, mo_occ=occ)
     (orb,) = forms.occupied_orbitals(dm, np)
     assert np.allclose(orb, c[:, :2] * np.sqrt([2.0, 0.5]))
     (half,) = forms.occupied_orbitals(dm, np, spin_halves=True)
     assert np.allclose(half, c[:, :2] * np.sqrt([1.0, 0.25]))
     assert forms.occupied_orbitals(np.zeros((4, 4)), np) is None  # untagged
-    bad_occ = lib.tag_array(np.zeros((4, 4)), mo_coeff=c, mo_occ=np.array([2.0, -0.1, 0.0]))
+    bad_occ = lib.tag_array(np.asarray(dm), mo_coeff=c, mo_occ=np.array([2.0, -0.1, 0.0]))
     assert forms.occupied_orbitals(bad_occ, np) is None  # not a sum of squares
     wrong = lib.tag_array(np.zeros((5, 5)), mo_coeff=c, mo_occ=np.ones(3))
     assert forms.occupied_orbitals(wrong, np) is None  # tags of another basis
+    stale = lib.tag_array(0.5 * dm, mo_coeff=c, mo_occ=np.array([2.0, 0.5, 0.0]))
+    assert forms.occupied_orbitals(stale, np) is None  # D is not C diag(n) C^T
 
 
 def test_auto_form_follows_the_product_estimate():
