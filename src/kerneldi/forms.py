@@ -71,8 +71,9 @@ def tile_products(kept: np.ndarray, xctype: str, form: str, norb_blocks: int, d_
 
 def choose(setting: str, orbitals, kept, xctype: str, d: int, d_fill) -> str:
     """ "matrix" or "orbitals" for one density: ``d_fill`` is a callable giving D's fill (only
-    called when the estimate decides)."""
-    if orbitals is None or setting == "matrix":
+    called when the estimate decides). A spin without electrons takes the matrix form, where
+    D = 0 skips every product."""
+    if orbitals is None or orbitals.shape[1] == 0 or setting == "matrix":
         return "matrix"
     if setting == "orbitals":
         return "orbitals"
