@@ -361,9 +361,10 @@ def compare_sizes(
             # the same mode with the paper's R = D Phi: what the orbital form buys here
             ni.update_settings(density_form="matrix")
             t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
-            rec["ours_matrix_form"] = {"mode": mma, "median_s": t["median_s"]}
-            rec["ours_matrix_form"] |= {
-                "phases_s": ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
+            rec["ours_matrix_form"] = {
+                "mode": mma,
+                "median_s": t["median_s"],
+                "phases_s": ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)),
             }
             log(name, "matrix form", rec["ours_matrix_form"])
     except Exception as err:  # the engine could not be built

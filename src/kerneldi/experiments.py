@@ -73,8 +73,12 @@ def accuracy(
     for kind in kinds:
         mol, grids, dm = system(molecule, basis, grid_level, kind, molecules_dir, orbitals=True)
         forms = [f for f in density_forms if f == "matrix" or hasattr(dm, "mo_coeff")]
+        refs = {
+            xc: getattr(dft.numint.NumInt(), f"nr_{kind}")(mol, grids, xc, np.asarray(dm))
+            for xc in functionals
+        }
         for xc, form in itertools.product(functionals, forms):
-            ref = getattr(dft.numint.NumInt(), f"nr_{kind}")(mol, grids, xc, np.asarray(dm))
+            ref = refs[xc]
             ni = NumInt(backend="cpu", settings=dataclasses.replace(settings, density_form=form))
             err = _errors(getattr(ni, f"nr_{kind}")(mol, grids, xc, dm), ref)
             stats = ni.stats()

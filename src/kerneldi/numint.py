@@ -124,9 +124,9 @@ class KerneLDIMixin:
         return dict(timer.seconds) | {"call": total}
 
     def update_settings(self, **changes) -> None:
-        """New settings; the pair threshold, the GPU product mode and potential kernel and the
-        density form keep the block structure already built, any other change rebuilds it on
-        the next call."""
+        """New settings; the pair threshold, the GPU product mode and tiling and the density
+        form keep the block structure already built, any other change rebuilds it on the next
+        call."""
         settings = dataclasses.replace(self.settings, **changes)
         eng = self._engine
         if eng is not None and set(changes) <= {"t_d", "mma", "density_form", "tiling"}:

@@ -19,8 +19,10 @@ def main() -> None:
     a = p.parse_args()
     df = pd.concat([pd.read_csv(f) for f in a.inputs], ignore_index=True)
     write_table(df.drop(columns=FRACTIONS), *a.accuracy)
-    keys = ["set", "molecule", "natm", "basis", "nao", "grid_level", "npoints", "kind", "xc"]
-    keys.append("density_form")
+    keys = [
+        "set", "molecule", "natm", "basis", "nao", "grid_level", "npoints", "kind", "xc",
+        "density_form",
+    ]  # fmt: skip
     write_table(df[keys + FRACTIONS], *a.fractions)
     failed = df[~df["pass"]]
     if not failed.empty:

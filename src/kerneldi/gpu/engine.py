@@ -145,8 +145,8 @@ class GPUBlockEngine:
         self.setup_seconds = time.perf_counter() - t_setup
 
     def apply_settings(self, settings: Settings) -> None:
-        """Another product mode, potential kernel, pair threshold or density form on the same
-        blocks (the block structure does not depend on them)."""
+        """Another product mode, tiling, pair threshold or density form on the same blocks (the
+        block structure does not depend on them)."""
         settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, self.device))
         kd.check_supported(self.layout.d, settings.mma, settings.tiling)
         self.kernels = self.device.kernels(self.layout.d, settings.mma)
@@ -228,18 +228,17 @@ class GPUBlockEngine:
                 f"kd_density_orb_warp<{xc}>" if warp else f"kd_density_orb<{xc},{d},{self.mma}>"
             ]
             operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
+            thresholds = (np.float64(self.settings.t_d),)
             candidates = len(ct) * lay.nbb * lay.ngb
         else:
             dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
             kernel = self.kernels[f"kd_density<{xc},{d},{self.mma}>"]
             operands = (dt, dmax, np.int32(lay.nbb))
+            thresholds = (np.float64(self.settings.t_b), np.float64(self.settings.t_d))
             candidates = lay.nbb**2 * lay.ngb
         for g0, g1 in self.batches:
             data = self._batch_data(g0, g1)
             t0 = self.timer.start()
-            thresholds = (np.float64(self.settings.t_d),)
-            if form == "matrix":
-                thresholds = (np.float64(self.settings.t_b),) + thresholds
             kernel(
                 g1 - g0,
                 (data, np.int32(self.ncomp), self.col_ptr, self.row_idx, self.phimax, *operands,

@@ -335,6 +335,35 @@ struct DensitySmem {
         scratch(smem + LEFT + align128(RB)) {}
 };
 
+// The skeleton of both density kernels, one thread block per grid block g: for each of ``rows``
+// output rows, ``products(r, t, sm, list, warp_counts)`` accumulates NR tiles t and returns the
+// products executed (uniform over the block); the tiles go to shared memory, where
+// ``contract(r, e, sR, acc)`` adds element e of them to this thread's sums; then rho of g.
+template <int NRHO, int NR, int D, int MMA, typename Products, typename Contract>
+__device__ __forceinline__ void density_rows(int g, int rows, Products products,
+                                             Contract contract, double* rho, int npts_pad) {
+  constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
+  KD_DYNAMIC_SMEM(smem);
+  const DensitySmem<NRHO, NR, D, MMA> sm(smem);
+  __shared__ int list[NT];
+  __shared__ int warp_counts[NWARP];
+  const int i = threadIdx.x % D, u0 = threadIdx.x / D;
+  double acc[NRHO] = {};
+  for (int r = 0; r < rows; ++r) {
+    Tile<D, MMA> t[NR];
+#pragma unroll
+    for (int c = 0; c < NR; ++c) t[c].zero();
+    if (products(r, t, sm, list, warp_counts) == 0) continue;  // uniform
+#pragma unroll
+    for (int c = 0; c < NR; ++c) t[c].store(sm.sR + c * DD, D, sm.scratch);
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < PT; ++m) contract(r, (u0 + m * RS) * D + i, sm.sR, acc);
+    __syncthreads();
+  }
+  write_rho<NRHO, D>(acc, sm.sR, rho, g, npts_pad);
+}
+
 template <int XC, int D, int MMA>
 __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
     kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
@@ -344,25 +373,15 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
                double* __restrict__ rho, const int npts_pad,
                unsigned long long* __restrict__ counter) {
   typedef Xc<XC> X;
-  constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
-  KD_DYNAMIC_SMEM(smem);
-  const DensitySmem<X::NRHO, X::NRIGHT, D, MMA> sm(smem);
-  __shared__ int list[NT];
-  __shared__ int warp_counts[NWARP];
-
+  constexpr int DD = D * D;
   const int g = g0 + blockIdx.x;
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
-  const int i = threadIdx.x % D, u0 = threadIdx.x / D;
-  double acc[X::NRHO] = {};
   unsigned long long executed = 0;
-
-  for (int a = 0; a < n; ++a) {
+  // row a: R_pg = sum_q D_pq Phi_qg for the kept basis block p = row_idx[start + a]
+  auto products = [&](int a, Tile<D, MMA>* t, const auto& sm, int* list, int* warp_counts) {
     const int p = row_idx[start + a];
     const double pmax = phimax[start + a];
-    Tile<D, MMA> t[X::NRIGHT];
-#pragma unroll
-    for (int c = 0; c < X::NRIGHT; ++c) t[c].zero();
     // Eq. 17 in both orientations; off-diagonal pairs of a symmetric sum count twice
     auto flag = [&](int b) {
       const double dm = dmax[p * nbb + row_idx[start + b]];
@@ -373,37 +392,30 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       executed += (X::SYM && b != a) ? 2 : 1;
       return dtiles + ((size_t)p * nbb + row_idx[start + b]) * DD;
     };
-    const int pairs = product_row<X::NRIGHT, D, MMA>(t, X::SYM ? a : 0, n, flag, dtile, phi,
-                                                     start, blk0, ncs, sm.sA, sm.sB, list, warp_counts);
-    if (pairs == 0) continue;  // uniform: every thread saw the same totals
-    // R_c = sum_q D_pq Phi_qg,c to shared memory, then contract with Phi_pg over the rows u
-#pragma unroll
-    for (int c = 0; c < X::NRIGHT; ++c) t[c].store(sm.sR + c * DD, D, sm.scratch);
-    __syncthreads();
+    return product_row<X::NRIGHT, D, MMA>(t, X::SYM ? a : 0, n, flag, dtile, phi, start, blk0,
+                                          ncs, sm.sA, sm.sB, list, warp_counts);
+  };
+  // R contracted with Phi_pg over the rows u
+  auto contract = [&](int a, int e, const double* sR, double* acc) {
     const double* left = phi + (size_t)(start + a - blk0) * ncs * DD;
+    const double r0 = sR[e], l0 = left[e];
+    acc[0] = fma(l0, r0, acc[0]);
+    if (XC == 1) {
 #pragma unroll
-    for (int m = 0; m < PT; ++m) {
-      const int e = (u0 + m * RS) * D + i;
-      const double r0 = sm.sR[e], l0 = left[e];
-      acc[0] = fma(l0, r0, acc[0]);
-      if (XC == 1) {
-#pragma unroll
-        for (int k = 1; k < 4; ++k) acc[k] = fma(2.0 * left[k * DD + e], r0, acc[k]);
-      }
-      if (XC == 2) {
-        double tau = 0.0;
-#pragma unroll
-        for (int k = 1; k < 4; ++k) {
-          const double lk = left[k * DD + e], rk = sm.sR[k * DD + e];
-          acc[k] += lk * r0 + l0 * rk;
-          tau = fma(lk, rk, tau);
-        }
-        acc[4] = fma(0.5, tau, acc[4]);
-      }
+      for (int k = 1; k < 4; ++k) acc[k] = fma(2.0 * left[k * DD + e], r0, acc[k]);
     }
-    __syncthreads();
-  }
-  write_rho<X::NRHO, D>(acc, sm.sR, rho, g, npts_pad);
+    if (XC == 2) {
+      double tau = 0.0;
+#pragma unroll
+      for (int k = 1; k < 4; ++k) {
+        const double lk = left[k * DD + e], rk = sR[k * DD + e];
+        acc[k] += lk * r0 + l0 * rk;
+        tau = fma(lk, rk, tau);
+      }
+      acc[4] = fma(0.5, tau, acc[4]);
+    }
+  };
+  density_rows<X::NRHO, X::NRIGHT, D, MMA>(g, n, products, contract, rho, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
@@ -416,25 +428,15 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
                    double* __restrict__ rho, const int npts_pad,
                    unsigned long long* __restrict__ counter) {
   typedef Xc<XC> X;
-  constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
+  constexpr int DD = D * D;
   // the gradient needs C^T grad Phi: no left AO factor to take it from
   constexpr int NORB = XC == 0 ? 1 : 4;
-  KD_DYNAMIC_SMEM(smem);
-  const DensitySmem<X::NRHO, NORB, D, MMA> sm(smem);
-  __shared__ int list[NT];
-  __shared__ int warp_counts[NWARP];
-
   const int g = g0 + blockIdx.x;
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
-  const int i = threadIdx.x % D, u0 = threadIdx.x / D;
-  double acc[X::NRHO] = {};
   unsigned long long executed = 0;
-
-  for (int o = 0; o < nob; ++o) {
-    Tile<D, MMA> t[NORB];
-#pragma unroll
-    for (int c = 0; c < NORB; ++c) t[c].zero();
+  // row o: R_og = sum_q C^T_oq Phi_qg over the kept blocks q of g
+  auto products = [&](int o, Tile<D, MMA>* t, const auto& sm, int* list, int* warp_counts) {
     auto flag = [&](int b) {
       return cmax[o * nbb + row_idx[start + b]] * phimax[start + b] >= t_d;
     };
@@ -443,33 +445,50 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       ++executed;
       return ctiles + ((size_t)o * nbb + row_idx[start + b]) * DD;
     };
-    const int pairs = product_row<NORB, D, MMA>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sm.sA,
-                                                sm.sB, list, warp_counts);
-    if (pairs == 0) continue;  // uniform
+    return product_row<NORB, D, MMA>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sm.sA, sm.sB,
+                                     list, warp_counts);
+  };
+  // rows u of R are orbitals, columns grid points
+  auto contract = [&](int, int e, const double* sR, double* acc) {
+    const double r0 = sR[e];
+    acc[0] = fma(r0, r0, acc[0]);
+    if (XC != 0) {
+      double tau = 0.0;
 #pragma unroll
-    for (int c = 0; c < NORB; ++c) t[c].store(sm.sR + c * DD, D, sm.scratch);
-    __syncthreads();
-    // rows u of R are orbitals, columns i grid points
-#pragma unroll
-    for (int m = 0; m < PT; ++m) {
-      const int e = (u0 + m * RS) * D + i;
-      const double r0 = sm.sR[e];
-      acc[0] = fma(r0, r0, acc[0]);
-      if (XC != 0) {
-        double tau = 0.0;
-#pragma unroll
-        for (int k = 1; k < 4; ++k) {
-          const double rk = sm.sR[k * DD + e];
-          acc[k] = fma(2.0 * r0, rk, acc[k]);
-          tau = fma(rk, rk, tau);
-        }
-        if (XC == 2) acc[4] = fma(0.5, tau, acc[4]);
+      for (int k = 1; k < 4; ++k) {
+        const double rk = sR[k * DD + e];
+        acc[k] = fma(2.0 * r0, rk, acc[k]);
+        tau = fma(rk, rk, tau);
       }
+      if (XC == 2) acc[4] = fma(0.5, tau, acc[4]);
     }
-    __syncthreads();
-  }
-  write_rho<X::NRHO, D>(acc, sm.sR, rho, g, npts_pad);
+  };
+  density_rows<X::NRHO, NORB, D, MMA>(g, nob, products, contract, rho, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
+}
+
+// One warp: the 32 x 32 product acc += A B over an inner dimension of 16 (A: 32 x 16 row-major;
+// B: 16 x 32 row-major, or its transpose's rows with BT), as 4 x 4 DMMA fragments, so every
+// operand fragment feeds four products.
+template <bool BT>
+__device__ __forceinline__ void warp_product16(
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> (&acc)[4][4],
+    const double* A, int lda, const double* B, int ldb) {
+  using namespace nvcuda::wmma;
+#pragma unroll
+  for (int k = 0; k < 16; k += 4) {
+    fragment<matrix_a, 8, 8, 4, double, row_major> a[4];
+    fragment<matrix_b, 8, 8, 4, double, typename BLayout<BT>::type> b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) load_matrix_sync(a[i], A + 8 * i * lda + k, lda);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      load_matrix_sync(b[j], BT ? B + 8 * j * ldb + k : B + k * ldb + 8 * j, ldb);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+  }
 }
 
 // kd_density_orb_warp (d = 32, FP64 tensor cores): the orbital-form densities with warp tiles.
@@ -516,22 +535,12 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
       const double* ct = ctiles + ((size_t)o * nbb + q) * DD;  // orbitals x basis functions
       const double* ph = phi + ((size_t)(start + b - blk0) * ncs + c) * DD;  // functions x points
       for (int h = 0; h < D; h += H) {
-        for (int e = lane; e < D * H; e += 32) sA[(e / H) * LDA + e % H] = ct[(e / H) * D + h + e % H];
-        for (int e = lane; e < H * D; e += 32) sB[(e / D) * LDB + e % D] = ph[(h + e / D) * D + e % D];
+        for (int e = lane; e < D * H; e += 32)
+          sA[(e / H) * LDA + e % H] = ct[(e / H) * D + h + e % H];
+        for (int e = lane; e < H * D; e += 32)
+          sB[(e / D) * LDB + e % D] = ph[(h + e / D) * D + e % D];
         __syncwarp();
-#pragma unroll
-        for (int k = 0; k < H; k += 4) {
-          fragment<matrix_a, 8, 8, 4, double, row_major> fa[4];
-          fragment<matrix_b, 8, 8, 4, double, row_major> fb[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) load_matrix_sync(fa[i], sA + 8 * i * LDA + k, LDA);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) load_matrix_sync(fb[j], sB + k * LDB + 8 * j, LDB);
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) mma_sync(r[i][j], fa[i], fb[j], r[i][j]);
-        }
+        warp_product16<false>(r, sA, LDA, sB, LDB);
         __syncwarp();  // the slice is restaged next
       }
     }
@@ -821,19 +830,7 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
         sR[row * LDH + c] = w * op.R[row * D + pt];
       }
       __syncwarp();
-#pragma unroll
-      for (int k = 0; k < H; k += 4) {
-        fragment<matrix_a, 8, 8, 4, double, row_major> a[4];
-        fragment<matrix_b, 8, 8, 4, double, col_major> b[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) load_matrix_sync(a[i], sL + 8 * i * LDH + k, LDH);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) load_matrix_sync(b[j], sR + 8 * j * LDH + k, LDH);
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-      }
+      warp_product16<true>(acc, sL, LDH, sR, LDH);
       __syncwarp();  // the slice is restaged by this warp's next step
     }
   };
