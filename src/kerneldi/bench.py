@@ -41,11 +41,18 @@ import numpy as np
 from qcbench.molecules import load, read_xyz, resolve
 from qcbench.provenance import provenance
 
-from .numint import NumInt
+from .numint import KEEPS_BLOCKS, NumInt
 from .settings import Settings
 
 FUNCTIONALS = ("lda,vwn", "pbe", "m062x")
 MMA = ("fp64", "fp64-tc", "fp16-tc")
+# ours with one setting changed (bench --variants), and the record each writes
+VARIANT_RECORDS = {
+    "warp": "ours_fp64-tc_warp",
+    "matrix-form": "ours_matrix_form",
+    "unrotated": "ours_unrotated_orbitals",
+}
+VARIANTS = tuple(VARIANT_RECORDS)
 # the sweep in priority order: the ends of the size range first (the def2-TZVP system runs
 # after the first two)
 SWEEP = (
@@ -103,8 +110,10 @@ class Env:
         modes: tuple[str, ...] = MMA,
         recompute: bool = True,
         molecules: frozenset[str] | None = None,
+        variants: tuple[str, ...] = VARIANTS,
     ):
         self.device = device
+        self.variants = variants  # the one-setting variants of ours to time as well
         self.recompute = recompute
         self.molecules = molecules  # the size sections' molecules to run (None: all)
         if device == "gpu":
@@ -346,27 +355,34 @@ def compare_sizes(
         if phases:  # engines with phase timers (the GPU's)
             rec["ours_phases_s"] = {"mode": mma} | phases
             log(name, "phases", rec["ours_phases_s"])
-        if "fp64-tc" in env.modes:
-            # the warp-tiled kernels (potential, orbital density): an option until measured
-            ni.update_settings(mma="fp64-tc", tiling="warp")
+        orbitals = ni.stats().get("density_form") == "orbitals"
+        # the same call with one setting changed: what the option or default buys here
+        variants = {
+            # the warp-tiled kernels (potential, orbital density)
+            "warp": {"mma": "fp64-tc", "tiling": "warp"} if "fp64-tc" in env.modes else None,
+            # the paper's R = D Phi where the orbitals ran
+            "matrix-form": {"density_form": "matrix"} if orbitals else None,
+            # the orbitals as the SCF gave them, not rotated into Cholesky orbitals
+            "unrotated": {"orbital_rotation": "none"}
+            if orbitals and ni.settings.orbital_rotation == "cholesky"
+            else None,
+        }
+        base = {"mma": mma} | {k: getattr(ni.settings, k) for k in KEEPS_BLOCKS - {"mma"}}
+        for variant, changes in variants.items():
+            if changes is None or variant not in env.variants:
+                continue
+            key = VARIANT_RECORDS[variant]
+            ni.update_settings(**(base | changes))
             t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
-            rec["ours_fp64-tc_warp"] = {
+            rec[key] = {
+                "mode": ni.settings.mma,
                 "median_s": t["median_s"],
                 f"vs_{env.library}": errors(t["result"], ref),
+                "density_pair_fraction": ni.stats().get("density_pair_fraction"),
                 "phases_s": ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)),
             }
-            log(name, "warp tiles", rec["ours_fp64-tc_warp"])
-            ni.update_settings(mma=mma, tiling="block")
-        if ni.stats().get("density_form") == "orbitals":
-            # the same mode with the paper's R = D Phi: what the orbital form buys here
-            ni.update_settings(density_form="matrix")
-            t = timed(env, lambda ni=ni: ni.nr_rks(mol, grids, xc, dm))
-            rec["ours_matrix_form"] = {
-                "mode": mma,
-                "median_s": t["median_s"],
-                "phases_s": ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)),
-            }
-            log(name, "matrix form", rec["ours_matrix_form"])
+            log(name, key, rec[key])
+        ni.update_settings(**base)
     except Exception as err:  # the engine could not be built
         rec["ours_error"] = _failed(err)
         log(name, "ours", "error", repr(err))
@@ -631,6 +647,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset")
     ap.add_argument("--modes", default=",".join(MMA), help="product modes of ours (subset)")
     ap.add_argument(
+        "--variants", default=",".join(VARIANTS), help="one-setting variants of ours (subset)"
+    )
+    ap.add_argument(
         "--skip-recompute", action="store_true", help="no AO-recompute timing in size runs"
     )
     ap.add_argument("--resume", action="store_true", help="keep what DIR already holds")
@@ -645,13 +664,22 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown sections {sorted(unknown)}; choose from {list(SECTIONS)}")
     modes = tuple(m for m in args.modes.split(",") if m)
+    variants = tuple(v for v in args.variants.split(",") if v)
+    if set(variants) - set(VARIANTS):
+        ap.error(f"--variants takes a subset of {list(VARIANTS)}")
     if not modes or set(modes) - set(MMA):
         ap.error(f"--modes takes a subset of {list(MMA)}")
     budget = Budget(args.budget)
     out = Out(args.out, resume=args.resume)
     try:
         molecules = frozenset(m for m in args.molecules.split(",") if m) or None
-        env = Env("gpu", modes=modes, recompute=not args.skip_recompute, molecules=molecules)
+        env = Env(
+            "gpu",
+            modes=modes,
+            recompute=not args.skip_recompute,
+            molecules=molecules,
+            variants=variants,
+        )
         import gpu4pyscf
     except Exception as err:
         print(f"the benchmark needs CuPy, GPU4PySCF and a GPU: {err}", file=sys.stderr)

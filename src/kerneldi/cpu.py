@@ -82,6 +82,7 @@ class CPUBlockEngine:
         # key of every BCS(R) entry, ascending: finds a row's grid-block range by bisection
         self._row_key = np.repeat(np.arange(p.nbr, dtype=np.int64), np.diff(p.row_ptr)) * p.nbc
         self._row_key += p.col_idx
+        self.rotation = forms.CholeskyRotation(np.argsort(lay.basis_perm))
         self.setup_seconds = time.perf_counter() - t0
         self.counts: dict[str, int] = {}
 
@@ -123,13 +124,15 @@ class CPUBlockEngine:
         (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
         lay, st, d = self.layout, self.settings, self.layout.d
         dt, dmax = self._dm_tiles(dm)
+        orb = forms.orbital_operands(orbitals, self.rotation, st, lay, np)
         form = forms.choose(
             st.density_form, orbitals, np.diff(self.pattern.col_ptr), xctype, d,
             lambda: float((dmax >= st.t_b).mean()),
+            lambda: forms.orbital_fill(orb[1], self.pattern.row_idx, st.t_b, np),
         )  # fmt: skip
         self.counts["density_form"] = form
         if form == "orbitals":
-            return self._density_orbitals(np.asarray(orbitals), xctype)
+            return self._density_orbitals(*orb, xctype)
         rho = np.zeros((NVAR[xctype], lay.ngb, d))
         # LDA and tau are symmetric in (p, q): half the pairs, off-diagonal ones twice.
         # The GGA gradient needs R = D Phi for every (p, q) and no derivative products.
@@ -163,11 +166,11 @@ class CPUBlockEngine:
         self.counts["density_candidates"] = lay.nbb**2 * lay.ngb
         return rho.reshape(len(rho), -1)[:, : lay.npts]
 
-    def _density_orbitals(self, orbitals: np.ndarray, xctype: str) -> np.ndarray:
-        """rho = sum_i |R_i|^2 with R = C^T Phi over the kept blocks; the products the GPU's
-        kd_density_orb executes (tile [o, q] at grid block g when max|C_oq| max|Phi_qg| >= t_d)."""
+    def _density_orbitals(self, ct: np.ndarray, cmax: np.ndarray, xctype: str) -> np.ndarray:
+        """rho = sum_i |R_i|^2 with R = C^T Phi over the kept blocks (``ct``, ``cmax``: the
+        C^T tiles and their max-norms); the products the GPU's kd_density_orb executes (tile
+        [o, q] at grid block g when max|C_oq| max|Phi_qg| >= t_d)."""
         lay, st, d = self.layout, self.settings, self.layout.d
-        ct, cmax = forms.orbital_tiles(orbitals, lay.basis_perm, lay.nao_pad, d, np)
         nob = len(ct)
         nr = 1 if xctype == "LDA" else 4  # the gradient needs C^T grad Phi
         rho = np.zeros((NVAR[xctype], lay.ngb, d))

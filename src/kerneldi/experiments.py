@@ -150,7 +150,9 @@ def cpu_timing(molecule: str, basis: str, grid_level: int, xc: str) -> dict:
     on the CPU: same grid, same density from two PBE cycles)."""
     from .bench import Budget, Env, compare_sizes
 
-    rec = compare_sizes(Env("cpu"), molecule, basis, grid_level, Budget(1e9), True, xc)
+    rec = compare_sizes(
+        Env("cpu", variants=("matrix-form",)), molecule, basis, grid_level, Budget(1e9), True, xc
+    )
     ours = rec["ours_fp64"]
     return {
         "molecule": molecule,

@@ -90,6 +90,9 @@ def sweep_table(results: dict) -> pd.DataFrame:
             # records from before the orbital form ran R = D Phi
             row["density_form"] = pf.get("density_form", "matrix")
             row["ours_matrix_form_s"] = r.get("ours_matrix_form", {}).get("median_s", np.nan)
+            unrotated = r.get("ours_unrotated_orbitals", {})
+            row["ours_unrotated_orbitals_s"] = unrotated.get("median_s", np.nan)
+            row["unrotated_density_s"] = unrotated.get("phases_s", {}).get("density", np.nan)
             warp = r.get("ours_fp64-tc_warp", {})
             row["ours_fp64-tc_warp_s"] = warp.get("median_s", np.nan)
             for phase in ("density", "potential"):
@@ -259,6 +262,7 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "ours_fp64_recompute_s",
             "density_form",
             "ours_matrix_form_s",
+            "ours_unrotated_orbitals_s",
             "ours_fp64-tc_warp_s",
             "best_fp64_s",
             "exc_cublas_s",
@@ -278,7 +282,9 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "density_form: the densities from R = D Phi (matrix, the paper's) or from the "
             "occupied orbitals the SCF density carries (orbitals, chosen by the estimated block "
             "products); ours_matrix_form_s: the same call with R = D Phi where the orbitals ran; "
-            "ours_fp64-tc_warp_s: FP64 tensor cores with the warp-tiled kernels (tiling='warp')."
+            "ours_unrotated_orbitals_s: the orbitals as the SCF gave them instead of their "
+            "Cholesky rotation (records without it ran them unrotated); ours_fp64-tc_warp_s: "
+            "FP64 tensor cores with the warp-tiled kernels (tiling='warp')."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))
@@ -289,11 +295,13 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
                 "AO values: evaluation and gathering of the kept blocks when they are not cached "
                 "(0 when cached); density and potential: the block-pair kernels; other: the "
                 "functional (libxc) and the host's work; warp_*: the phases with the warp-tiled "
-                "kernels (FP64 tensor cores) where measured."
+                "kernels (FP64 tensor cores) where measured; unrotated_density_s: the density "
+                "with the orbitals not rotated."
             )
             lines.append("")
             pcols = ["section", "molecule", "natm", "nao", "phases_mode"]
             pcols += [f"{p}_s" for p in PHASES] + ["other_s", "warp_density_s", "warp_potential_s"]
+            pcols.append("unrotated_density_s")
             pcols.append("ao_cached")
             lines.append(to_markdown(phased[pcols]))
     paper = prov.get("paper_v100", {})

@@ -23,6 +23,8 @@ from .layout import make_layout
 from .settings import Settings
 
 ENGINES = ("block", "dense")
+# settings an engine applies to the block structure it has built
+KEEPS_BLOCKS = {"t_d", "mma", "density_form", "orbital_rotation", "tiling"}
 _LAPLACIAN_MGGA = ("CC06", "CS", "BR89", "MK00")
 
 
@@ -124,12 +126,12 @@ class KerneLDIMixin:
         return dict(timer.seconds) | {"call": total}
 
     def update_settings(self, **changes) -> None:
-        """New settings; the pair threshold, the GPU product mode and tiling and the density
-        form keep the block structure already built, any other change rebuilds it on the next
-        call."""
+        """New settings; the pair threshold, the GPU product mode and tiling, the density form
+        and the orbital rotation keep the block structure already built, any other change
+        rebuilds it on the next call."""
         settings = dataclasses.replace(self.settings, **changes)
         eng = self._engine
-        if eng is not None and set(changes) <= {"t_d", "mma", "density_form", "tiling"}:
+        if eng is not None and set(changes) <= KEEPS_BLOCKS:
             if hasattr(eng, "apply_settings"):  # the GPU's: checks (and raises) first
                 eng.apply_settings(settings)
             else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .errors import SettingsError
-from .forms import DENSITY_FORMS
+from .forms import DENSITY_FORMS, ORBITAL_ROTATIONS
 
 LEAF_ORDERS = ("auto", "optimal", "greedy")
 GRID_ORDERS = ("morton", "input")
@@ -31,7 +31,8 @@ class Settings:
     up to ``optimal_leaf_max`` basis functions and the merge-time orientation of the paper's
     Appendix A-B2 above that (the optimal ordering grows roughly as n^4). ``density_form``
     picks R = D Phi or R = C^T Phi from the occupied orbitals a tagged density matrix carries
-    (``forms.py``; "auto" by the estimated block products).
+    (``forms.py``; "auto" by the estimated block products); ``orbital_rotation="cholesky"``
+    turns those orbitals into Cholesky orbitals of D first, so that their tiles are sparse.
     """
 
     block_size: int = 32
@@ -44,6 +45,7 @@ class Settings:
     optimal_leaf_max: int = 1500
     mma: str = "auto"
     density_form: str = "auto"
+    orbital_rotation: str = "cholesky"
     tiling: str = "block"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
@@ -65,6 +67,7 @@ class Settings:
             ("leaf_order", LEAF_ORDERS),
             ("mma", MMA_MODES),
             ("density_form", DENSITY_FORMS),
+            ("orbital_rotation", ORBITAL_ROTATIONS),
             ("tiling", TILINGS),
             ("ao_cache", AO_CACHE),
         ):

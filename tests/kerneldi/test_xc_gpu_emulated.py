@@ -229,3 +229,21 @@ def test_every_kernel_instantiation_compiles_for_sm90():
         for name in kernels.names(d, code)
     }
     assert report.count("Compiling entry function") == len(expected)
+
+
+def test_every_kernel_instantiation_has_its_shared_memory_size():
+    """The launch sizes of every instantiation (the warp-tiled kernels' names start like the
+    block-tiled ones), within the 227 KB a Hopper thread block may take."""
+    from kerneldi.gpu import kernels
+
+    for mma, code in kernels.MMA_CODES.items():
+        for d in (16, 32, 64) if mma == "fp64" else (32,):
+            for name in kernels.names(d, code):
+                smem = kernels.smem_bytes(name, d, code)
+                assert 0 <= smem <= 227 * 1024, name
+                if name.startswith("kd_density_orb_warp"):
+                    assert smem == kernels.DENSITY_WARP_SMEM
+                elif name.startswith("kd_potential_warp"):
+                    assert smem == kernels.POTENTIAL_WARP_SMEM
+                elif name.startswith(("kd_density", "kd_potential")):
+                    assert smem > 0, name

@@ -92,18 +92,65 @@ def test_auto_form_follows_the_product_estimate():
     few = np.zeros((64 * 32, 100))  # 100 occupied orbitals: 4 blocks of 32
     many = np.zeros((64 * 32, 1500))  # 47 blocks
     # meta-GGA, matrix: 40 * 41 / 2 * 4 products; orbitals: 40 * nob * 4
-    assert forms.choose("auto", few, kept, "MGGA", 32, lambda: 1.0) == "orbitals"
-    assert forms.choose("auto", many, kept, "MGGA", 32, lambda: 1.0) == "matrix"
-    assert forms.choose("orbitals", many, kept, "MGGA", 32, lambda: 1.0) == "orbitals"
-    assert forms.choose("matrix", few, kept, "MGGA", 32, lambda: 1.0) == "matrix"
-    assert forms.choose("auto", None, kept, "MGGA", 32, lambda: 1.0) == "matrix"
+    assert forms.choose("auto", few, kept, "MGGA", 32, lambda: 1.0, lambda: 1.0) == "orbitals"
+    assert forms.choose("auto", many, kept, "MGGA", 32, lambda: 1.0, lambda: 1.0) == "matrix"
+    assert forms.choose("orbitals", many, kept, "MGGA", 32, lambda: 1.0, lambda: 1.0) == "orbitals"
+    assert forms.choose("matrix", few, kept, "MGGA", 32, lambda: 1.0, lambda: 1.0) == "matrix"
+    assert forms.choose("auto", None, kept, "MGGA", 32, lambda: 1.0, lambda: 1.0) == "matrix"
     # a sparse D makes the matrix form cheaper
-    assert forms.choose("auto", few, kept, "MGGA", 32, lambda: 0.1) == "matrix"
+    assert forms.choose("auto", few, kept, "MGGA", 32, lambda: 0.1, lambda: 1.0) == "matrix"
+    # and sparse orbital tiles the orbital form
+    assert forms.choose("auto", many, kept, "MGGA", 32, lambda: 1.0, lambda: 0.1) == "orbitals"
+
+
+def test_cholesky_rotation_keeps_the_density_and_localizes():
+    """A chain of 24 hydrogen molecules, 2.5 bohr apart: the Cholesky orbitals give the same
+    D, are the Cholesky factor of D in the pivots' order (zero above the diagonal), and their
+    tiles of 8 orbitals by 8 basis functions are sparser than those of the canonical ones."""
+    atoms = [("H", (0, 0, 2.5 * i + 1.4 * k)) for i in range(0, 48, 2) for k in (0, 1)]
+    mol = gto.M(atom=atoms, basis="sto-3g", unit="bohr", verbose=0)
+    mf = dft.RKS(mol, xc="lda,vwn")
+    mf.grids.level = 0
+    mf.kernel()
+    c = mf.mo_coeff[:, mf.mo_occ > 0] * np.sqrt(2.0)
+    position = np.arange(mol.nao)
+    rot = forms.CholeskyRotation(position)
+    local = rot(c, np)
+    assert np.abs(local @ local.T - c @ c.T).max() <= 1e-12
+    pivots = rot.pivots[c.shape[1]]
+    assert np.all(np.diff(pivots) > 0)  # kept in layout order
+    assert np.abs(np.triu(local[pivots], 1)).max() <= 1e-12
+    perm = np.arange(mol.nao)
+    _, cmax = forms.orbital_tiles(c, perm, mol.nao, 8, np)
+    _, lmax = forms.orbital_tiles(local, perm, mol.nao, 8, np)
+    blocks = np.arange(cmax.shape[1])
+    canonical = forms.orbital_fill(cmax, blocks, 1e-4, np)
+    localized = forms.orbital_fill(lmax, blocks, 1e-4, np)
+    assert localized < 0.7 * canonical
+    # the pivots are reused while they fit, and made again when they do not
+    assert rot(c, np) is not None and rot.pivots[c.shape[1]] is pivots
+    rot.pivots[c.shape[1]] = np.arange(c.shape[1])  # pivots that do not suit this density
+    rot.pivots[c.shape[1]][-1] = mol.nao - 1
+    c_cut = c.copy()
+    c_cut[mol.nao - 1] = 0.0  # a zero pivot row: M is singular
+    again = rot(c_cut, np)
+    assert np.abs(again @ again.T - c_cut @ c_cut.T).max() <= 1e-12
+    assert not np.array_equal(rot.pivots[c.shape[1]], np.arange(c.shape[1]))
+
+
+@pytest.mark.parametrize("rotation", ["cholesky", "none"])
+def test_both_orbital_rotations_match_pyscf(rotation):
+    mol, grids, dm = orbital_system("water_clusters/003", "def2-svp", 1)
+    ref = dft.numint.NumInt().nr_rks(mol, grids, "m062x", np.asarray(dm))
+    ni = kerneldi.NumInt(density_form="orbitals", orbital_rotation=rotation)
+    check(ni.nr_rks(mol, grids, "m062x", dm), ref)
 
 
 def test_settings_reject_an_unknown_form():
     with pytest.raises(kerneldi.SettingsError, match="density_form"):
         kerneldi.Settings(density_form="cholesky")
+    with pytest.raises(kerneldi.SettingsError, match="orbital_rotation"):
+        kerneldi.Settings(orbital_rotation="boys")
 
 
 @pytest.mark.skipif(not cxx20(), reason="needs g++ with C++20 (std::barrier)")

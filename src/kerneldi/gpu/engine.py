@@ -82,6 +82,7 @@ class GPUBlockEngine:
         self.rows_host = rows
         self.rows = self._i32(rows)
         self.perm = xp.asarray(lay.basis_perm)
+        self.rotation = forms.CholeskyRotation(np.argsort(lay.basis_perm))
         self.coords = xp.asarray(lay.coords)
         self.weights = xp.asarray(lay.weights)
         per_block = self.ncomp * lay.nao * d * 8  # the AO values of one grid block
@@ -213,16 +214,19 @@ class GPUBlockEngine:
         dpad = xp.zeros((lay.nao_pad, lay.nao_pad))
         dpad[: lay.nao, : lay.nao] = dm[self.perm[:, None], self.perm[None, :]]
         dmax = xp.ascontiguousarray(xp.abs(dpad).reshape(lay.nbb, d, lay.nbb, d).max(axis=(1, 3)))
+        st = self.settings
+        orb = forms.orbital_operands(orbitals, self.rotation, st, lay, xp)
         form = forms.choose(
-            self.settings.density_form, orbitals, np.diff(self.col_ptr_host), xctype, d,
-            lambda: float((dmax >= self.settings.t_b).mean()),
+            st.density_form, orbitals, np.diff(self.col_ptr_host), xctype, d,
+            lambda: float((dmax >= st.t_b).mean()),
+            lambda: forms.orbital_fill(orb[1], self.row_idx, st.t_b, xp),
         )  # fmt: skip
         self.counts["density_form"] = form
         rho = xp.zeros((NVAR[xctype], lay.npts_pad))
         counter = xp.zeros(1, dtype=np.uint64)
         xc = kd.XC_CODES[xctype]
         if form == "orbitals":
-            ct, cmax = forms.orbital_tiles(xp.asarray(orbitals), lay.basis_perm, lay.nao_pad, d, xp)
+            ct, cmax = orb
             warp = self.settings.tiling == "warp"
             kernel = self.kernels[
                 f"kd_density_orb_warp<{xc}>" if warp else f"kd_density_orb<{xc},{d},{self.mma}>"

@@ -89,14 +89,16 @@ def names(d: int, mma: int) -> list[str]:
 
 
 def smem_bytes(expr: str, d: int, mma: int) -> int:
-    if expr.startswith("kd_density"):
-        xc = int(expr.split("<")[1].split(",")[0])
-        return density_smem(xc, d, mma, orbitals=expr.startswith("kd_density_orb"))
-    if expr.startswith("kd_potential_warp"):
+    """Dynamic shared memory of the instantiation ``expr`` (a name from ``names``)."""
+    kernel = expr.split("<")[0]
+    if kernel == "kd_potential_warp":
         return POTENTIAL_WARP_SMEM
-    if expr.startswith("kd_density_orb_warp"):
+    if kernel == "kd_density_orb_warp":
         return DENSITY_WARP_SMEM
-    if expr.startswith("kd_potential"):
+    if kernel in ("kd_density", "kd_density_orb"):
+        xc = int(expr.split("<")[1].split(",")[0])
+        return density_smem(xc, d, mma, orbitals=kernel == "kd_density_orb")
+    if kernel == "kd_potential":
         return potential_smem(d, mma)
     return 0
 
