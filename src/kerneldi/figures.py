@@ -86,7 +86,9 @@ def sweep_table(results: dict) -> pd.DataFrame:
             ours = r.get("ours_fp64", {})
             row["ours_fp64_recompute_s"] = r.get("ours_fp64_recompute", {}).get("median_s")
             row["d_exc_fp64_vs_exc_cublas"] = ours.get("vs_exc_cublas", {}).get("d_exc", np.nan)
-            pf = ours.get("pair_fractions", {})
+            # the fractions and form of the first FP64 mode measured (both run the same pairs)
+            measured = [r.get(f"ours_{m}", {}) for m in ("fp64", "fp64-tc")]
+            pf = next((m["pair_fractions"] for m in measured if "pair_fractions" in m), {})
             # records from before the orbital form ran R = D Phi
             row["density_form"] = pf.get("density_form", "matrix")
             row["ours_matrix_form_s"] = r.get("ours_matrix_form", {}).get("median_s", np.nan)
