@@ -247,3 +247,48 @@ def test_every_kernel_instantiation_has_its_shared_memory_size():
                     assert smem == kernels.POTENTIAL_WARP_SMEM
                 elif name.startswith(("kd_density", "kd_potential")):
                     assert smem > 0, name
+
+
+@pytest.mark.parametrize("engine", ["block", "dense"])
+@pytest.mark.parametrize(("xc", "kind"), [("lda,vwn", "rks"), ("m062x", "rks"), ("m062x", "uks")])
+def test_batch_by_batch_pass_matches_pyscf(get_system, engine, xc, kind):
+    """AO values not cached: each grid batch runs densities, functional and potentials in turn
+    (its AO values made once per call), for both spins, on several batches."""
+    mol, grids, dm = get_system("water_clusters/002", "def2-svp", 1, charge=1, spin=1)
+    grids = subgrid(grids, 500)
+    if kind == "rks":
+        dm = dm[0] + dm[1]
+    options = {"ao_cache": "never", "engine": engine, "engine_options": {"batch_bytes": 60_000}}
+    (n0, e0, v0), (n, e, v), emu, _ = compare(mol, grids, dm, xc, kind, **options)
+    assert np.abs(np.asarray(n) - np.asarray(n0)).max() <= 1e-9
+    assert abs(e - e0) <= EXC_TOL and np.abs(np.asarray(v) - np.asarray(v0)).max() <= VXC_TOL
+    assert not emu["ao_cached"] and (engine == "dense" or emu["grid_batches"] > 1)
+
+
+def test_part_of_the_ao_blocks_stays_cached(small):
+    """Too little memory for every AO block: those of the first batches stay on the device, the
+    rest are evaluated per call, and the results equal those of an engine that caches none."""
+    from kerneldi.gpu.device import EmulatedDevice
+    from kerneldi.gpu.engine import GPUBlockEngine
+    from kerneldi.layout import make_layout
+    from kerneldi.settings import Settings
+
+    mol, grids, dm = small
+    settings = Settings(gpu_memory_fraction=0.5)
+    layout = make_layout(mol, grids.coords, grids.weights, None, settings)
+    d = layout.d
+    batch = 4 * 4 * 65 * d * 8  # four grid blocks per batch
+    every = GPUBlockEngine(mol, layout, settings, 1, EmulatedDevice(), batch_bytes=batch)
+    nbytes = every.pattern.nblk * 5 * d * d * 8  # what the whole cache would take
+    part = GPUBlockEngine(
+        mol, layout, settings, 1, EmulatedDevice(memory_bytes=nbytes), batch_bytes=batch
+    )
+    held = part.stats()["ao_cached_fraction"]
+    assert every.stats()["ao_cached_fraction"] == 1.0 and 0 < held < 1
+    assert not part.stats()["ao_cached"] and len(part.batches) > 1
+    cached = next(iter(part.batch_cache))
+    assert part._batch_data(*cached) is part._batch_data(*cached)  # kept, not evaluated again
+    ref = every.density(dm, "GGA"), every.potential(np.ones((4, layout.npts)), "GGA")
+    got = part.density(dm, "GGA"), part.potential(np.ones((4, layout.npts)), "GGA")
+    assert np.allclose(got[0], ref[0], rtol=0, atol=1e-14)
+    assert np.allclose(got[1], ref[1], rtol=0, atol=1e-12)

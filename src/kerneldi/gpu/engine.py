@@ -2,8 +2,10 @@
 
 Host code works on any device of ``device.py`` (CuPy on a GPU; NumPy with the host emulation
 of the kernels in the tests). The block structure is built once per geometry and grid; the AO
-blocks stay on the device when ``gpu_memory_fraction`` of its free memory holds them, and are
-recomputed per grid batch otherwise. Once the kept blocks are known, a batch evaluates only
+blocks stay on the device when ``gpu_memory_fraction`` of its free memory holds them; otherwise
+those of the first grid batches that fit stay, the others are recomputed per batch, and a call
+runs densities, functional and potentials batch by batch so that each batch's AO values are
+made once per call. Once the kept blocks are known, a batch evaluates only
 the shells of the basis blocks it keeps (in large, sparse systems a small part of the basis).
 """
 
@@ -14,7 +16,7 @@ import time
 
 import numpy as np
 
-from .. import forms
+from .. import forms, integrate
 from ..blocks import BlockPattern, pair_fractions
 from ..errors import InputError
 from ..integrate import AO_DERIV, NVAR
@@ -46,6 +48,92 @@ class _Timer:
         if self.enabled:
             self.device.synchronize()
             self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - t0
+
+
+class _DensityPass:
+    """One density over the grid batches: ``run`` launches the density kernel on a batch's AO
+    blocks, writing rho of its grid blocks; ``finish`` records the products executed."""
+
+    def __init__(self, eng, xctype: str, kernel, operands: tuple, thresholds: tuple, candidates):
+        self.eng, self.kernel, self.operands, self.thresholds = eng, kernel, operands, thresholds
+        self.candidates = candidates
+        self.rho = eng.xp.zeros((NVAR[xctype], eng.layout.npts_pad))
+        self.counter = eng.xp.zeros(1, dtype=np.uint64)
+
+    def run(self, g0: int, g1: int, data) -> None:
+        eng = self.eng
+        t0 = eng.timer.start()
+        self.kernel(
+            g1 - g0,
+            (data, np.int32(eng.ncomp), eng.col_ptr, eng.row_idx, eng.phimax, *self.operands,
+             np.int32(g0), np.int32(eng.col_ptr_host[g0]), *self.thresholds, self.rho,
+             np.int32(eng.layout.npts_pad), self.counter),
+        )  # fmt: skip
+        eng.timer.stop("density", t0)
+
+    def finish(self) -> None:
+        self.eng.counts["density_pairs"] = int(_host(self.counter)[0])
+        self.eng.counts["density_candidates"] = self.candidates
+
+
+class _PotentialPass:
+    """One potential matrix over the grid batches: ``set_weights`` takes the weighted
+    potentials of a range of grid blocks, ``run`` adds a batch's block-pair products to F,
+    ``result`` returns F in the caller's basis order."""
+
+    def __init__(self, eng, xctype: str):
+        xp, lay, st, d = eng.xp, eng.layout, eng.settings, eng.layout.d
+        self.eng, self.xctype = eng, xctype
+        self.nvar = NVAR[xctype]
+        self.w = xp.zeros((self.nvar, lay.npts_pad))
+        self.wmax = xp.zeros((self.nvar, lay.ngb))
+        self.dummy = xp.zeros(1)
+        self.f = xp.zeros((lay.nao_pad, lay.nao_pad))
+        self.counter = xp.zeros(1, dtype=np.uint64)
+        xc = kd.XC_CODES[xctype]
+        if st.tiling == "warp":
+            self.kpot = eng.kernels[f"kd_potential_warp<{xc}>"]
+        else:
+            self.kpot = eng.kernels[f"kd_potential<{xc},{d},{eng.mma}>"]
+        self.kaow = eng.kernels[f"kd_aow<{d}>"]
+
+    def set_weights(self, g0: int, g1: int, wv) -> None:
+        d = self.eng.layout.d
+        self.w[:, g0 * d : g0 * d + wv.shape[-1]] = wv
+        w = self.w[:, g0 * d : g1 * d].reshape(self.nvar, g1 - g0, d)
+        self.wmax[:, g0:g1] = self.eng.xp.abs(w).max(axis=2)
+
+    def run(self, g0: int, g1: int, data) -> None:
+        eng, xp, d, st = self.eng, self.eng.xp, self.eng.layout.d, self.eng.settings
+        dummy, w, wmax = self.dummy, self.w, self.wmax
+        w0, wmax0 = (w[0], wmax[0]) if self.xctype == "LDA" else (dummy, dummy)
+        wt, wmaxt = (w[4], wmax[4]) if self.xctype == "MGGA" else (dummy, dummy)
+        t0 = eng.timer.start()
+        b0 = int(eng.col_ptr_host[g0])
+        nb = int(eng.col_ptr_host[g1]) - b0
+        aow = amax = dummy
+        if self.xctype != "LDA":
+            aow, amax = xp.empty((max(nb, 1), d, d)), xp.empty(max(nb, 1))
+            self.kaow(nb, (data, np.int32(eng.ncomp), w, np.int32(eng.layout.npts_pad),
+                           eng.blk_col, np.int32(b0), aow, amax))  # fmt: skip
+        nseg = -(-(g1 - g0) // eng.segment_blocks)
+        self.kpot(
+            eng.ntiles * nseg,
+            (data, np.int32(eng.ncomp), aow, amax, eng.row_ptr, eng.col_idx, eng.row_blk,
+             eng.phimax, w0, wt, wmax0, wmaxt, eng.tiles, np.int32(nseg),
+             np.int32(eng.segment_blocks), np.int32(g0), np.int32(g1), np.int32(b0),
+             np.float64(st.t_d), self.f, np.int32(eng.layout.nao_pad), self.counter),
+        )  # fmt: skip
+        eng.timer.stop("potential", t0)
+
+    def result(self):
+        eng, lay = self.eng, self.eng.layout
+        eng.counts["potential_pairs"] = int(_host(self.counter)[0])
+        eng.counts["potential_candidates"] = lay.nbb**2 * lay.ngb
+        f = self.f[: lay.nao, : lay.nao]
+        out = eng.xp.empty_like(f)
+        out[eng.perm[:, None], eng.perm[None, :]] = f
+        return out
 
 
 class GPUBlockEngine:
@@ -122,13 +210,15 @@ class GPUBlockEngine:
         self.ntiles = len(tile_pairs)
         self.tiles = self._i32(tile_pairs.ravel())
 
-        # pass 2: keep the AO blocks on the device when they fit
-        data_bytes = pat.nblk * (self.ncomp + (1 if deriv else 0)) * d * d * 8
+        # pass 2: keep the AO blocks on the device when they fit, else those of the first
+        # batches that fit (the others are evaluated again in every call)
+        block_bytes = (self.ncomp + (1 if deriv else 0)) * d * d * 8  # with the GGA operand
         budget = settings.gpu_memory_fraction * device.free_bytes()
         self.cached = settings.ao_cache == "always" or (
-            settings.ao_cache == "auto" and data_bytes <= budget
+            settings.ao_cache == "auto" and pat.nblk * block_bytes <= budget
         )
         self.data = None
+        self.batch_cache: dict[tuple[int, int], object] = {}
         if self.cached:
             self.data = xp.empty((pat.nblk, self.ncomp, d, d))
             for g0, g1 in self._ranges():
@@ -141,6 +231,12 @@ class GPUBlockEngine:
         else:
             self.batches = list(self._ranges())
             self.subsets = {(g0, g1): self._subset(g0, g1) for g0, g1 in self.batches}
+            room = budget if settings.ao_cache == "auto" else 0.0
+            for g0, g1 in self.batches:
+                room -= (pat.col_ptr[g1] - pat.col_ptr[g0]) * block_bytes
+                if room < 0:
+                    break
+                self.batch_cache[(g0, g1)] = self._evaluate(g0, g1)
         self.counts: dict[str, int] = {}
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
@@ -194,27 +290,41 @@ class GPUBlockEngine:
         return out
 
     def _batch_data(self, g0: int, g1: int):
-        b0, b1 = self.col_ptr_host[g0], self.col_ptr_host[g1]
         if self.data is not None:
+            b0, b1 = self.col_ptr_host[g0], self.col_ptr_host[g1]
             return self.data[b0:b1]
+        if (g0, g1) in self.batch_cache:
+            return self.batch_cache[(g0, g1)]
         t0 = self.timer.start()
+        out = self._evaluate(g0, g1)
+        self.timer.stop("ao", t0)
+        return out
+
+    def _evaluate(self, g0: int, g1: int):
+        """The kept AO blocks of grid blocks [g0, g1), evaluated."""
+        b0, b1 = self.col_ptr_host[g0], self.col_ptr_host[g1]
         out = self.xp.empty((b1 - b0, self.ncomp, self.layout.d, self.layout.d))
         if b1 > b0:  # a batch without kept blocks evaluates nothing
             sub, rows = self.subsets[(g0, g1)]
             self._gather(self._ao(g0, g1, sub), g0, b0, out, rows)
-        self.timer.stop("ao", t0)
         return out
 
     # -- Eq. 4: rho, grad rho, tau -----------------------------------------------------------
     def density(self, dm, xctype: str, orbitals=None):
         """rho (and grad rho, tau) from R = D Phi, or from R = C^T Phi when ``orbitals``
         (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
-        xp, lay, d = self.xp, self.layout, self.layout.d
+        dens = self._density_pass(dm, xctype, orbitals)
+        for g0, g1 in self.batches:
+            dens.run(g0, g1, self._batch_data(g0, g1))
+        dens.finish()
+        return dens.rho[:, : self.layout.npts]
+
+    def _density_pass(self, dm, xctype: str, orbitals) -> _DensityPass:
+        xp, lay, d, st = self.xp, self.layout, self.layout.d, self.settings
         dm = xp.asarray(dm, dtype=np.float64)
         dpad = xp.zeros((lay.nao_pad, lay.nao_pad))
         dpad[: lay.nao, : lay.nao] = dm[self.perm[:, None], self.perm[None, :]]
         dmax = xp.ascontiguousarray(xp.abs(dpad).reshape(lay.nbb, d, lay.nbb, d).max(axis=(1, 3)))
-        st = self.settings
         orb = forms.orbital_operands(orbitals, self.rotation, st, lay, xp)
         form = forms.choose(
             st.density_form, orbitals, np.diff(self.col_ptr_host), xctype, d,
@@ -222,81 +332,62 @@ class GPUBlockEngine:
             lambda: forms.orbital_fill(orb[1], self.row_idx, st.t_b, xp),
         )  # fmt: skip
         self.counts["density_form"] = form
-        rho = xp.zeros((NVAR[xctype], lay.npts_pad))
-        counter = xp.zeros(1, dtype=np.uint64)
         xc = kd.XC_CODES[xctype]
         if form == "orbitals":
             ct, cmax = orb
-            warp = self.settings.tiling == "warp"
+            warp = st.tiling == "warp"
             kernel = self.kernels[
                 f"kd_density_orb_warp<{xc}>" if warp else f"kd_density_orb<{xc},{d},{self.mma}>"
             ]
             operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
-            thresholds = (np.float64(self.settings.t_d),)
+            thresholds = (np.float64(st.t_d),)
             candidates = len(ct) * lay.nbb * lay.ngb
         else:
             dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
             kernel = self.kernels[f"kd_density<{xc},{d},{self.mma}>"]
             operands = (dt, dmax, np.int32(lay.nbb))
-            thresholds = (np.float64(self.settings.t_b), np.float64(self.settings.t_d))
+            thresholds = (np.float64(st.t_b), np.float64(st.t_d))
             candidates = lay.nbb**2 * lay.ngb
-        for g0, g1 in self.batches:
-            data = self._batch_data(g0, g1)
-            t0 = self.timer.start()
-            kernel(
-                g1 - g0,
-                (data, np.int32(self.ncomp), self.col_ptr, self.row_idx, self.phimax, *operands,
-                 np.int32(g0), np.int32(self.col_ptr_host[g0]), *thresholds, rho,
-                 np.int32(lay.npts_pad), counter),
-            )  # fmt: skip
-            self.timer.stop("density", t0)
-        self.counts["density_pairs"] = int(_host(counter)[0])
-        self.counts["density_candidates"] = candidates
-        return rho[:, : lay.npts]
+        return _DensityPass(self, xctype, kernel, operands, thresholds, candidates)
 
     # -- Eq. 5: F = Phi W Phi^T (+ GGA, meta-GGA terms), symmetric ----------------------------
     def potential(self, wv, xctype: str):
-        xp, lay, st, d = self.xp, self.layout, self.settings, self.layout.d
-        nvar = NVAR[xctype]
-        w = xp.zeros((nvar, lay.npts_pad))
-        w[:, : lay.npts] = wv
-        wmax = xp.ascontiguousarray(xp.abs(w.reshape(nvar, lay.ngb, d)).max(axis=2))
-        dummy = xp.zeros(1)
-        w0, wmax0 = (w[0], wmax[0]) if xctype == "LDA" else (dummy, dummy)
-        wt, wmaxt = (w[4], wmax[4]) if xctype == "MGGA" else (dummy, dummy)
-        f = xp.zeros((lay.nao_pad, lay.nao_pad))
-        counter = xp.zeros(1, dtype=np.uint64)
-        xc = kd.XC_CODES[xctype]
-        if st.tiling == "warp":
-            kpot = self.kernels[f"kd_potential_warp<{xc}>"]
-        else:
-            kpot = self.kernels[f"kd_potential<{xc},{d},{self.mma}>"]
-        kaow = self.kernels[f"kd_aow<{d}>"]
+        pot = _PotentialPass(self, xctype)
+        pot.set_weights(0, self.layout.ngb, wv)
+        for g0, g1 in self.batches:
+            pot.run(g0, g1, self._batch_data(g0, g1))
+        return pot.result()
+
+    # -- both, batch by batch -----------------------------------------------------------------
+    def xc_pass(self, densities: list, xctype: str, xc) -> list:
+        """``integrate.xc_pass``: with every AO block cached, the whole grid at once; otherwise
+        densities, ``xc`` and potentials batch by batch, so that a batch's AO values are made
+        once per call instead of once for the densities and again for the potentials."""
+        if self.data is not None:
+            return integrate.whole_grid_pass(self, densities, xctype, xc)
+        xp, d, npts = self.xp, self.layout.d, self.layout.npts
+        dens = [self._density_pass(dm, xctype, orbitals) for dm, orbitals in densities]
+        pots = []
         for g0, g1 in self.batches:
             data = self._batch_data(g0, g1)
-            t0 = self.timer.start()
-            b0 = int(self.col_ptr_host[g0])
-            nb = int(self.col_ptr_host[g1]) - b0
-            aow = amax = dummy
-            if xctype != "LDA":
-                aow, amax = xp.empty((max(nb, 1), d, d)), xp.empty(max(nb, 1))
-                kaow(nb, (data, np.int32(self.ncomp), w, np.int32(lay.npts_pad), self.blk_col,
-                          np.int32(b0), aow, amax))  # fmt: skip
-            nseg = -(-(g1 - g0) // self.segment_blocks)
-            kpot(
-                self.ntiles * nseg,
-                (data, np.int32(self.ncomp), aow, amax, self.row_ptr, self.col_idx, self.row_blk,
-                 self.phimax, w0, wt, wmax0, wmaxt, self.tiles, np.int32(nseg),
-                 np.int32(self.segment_blocks), np.int32(g0), np.int32(g1), np.int32(b0),
-                 np.float64(st.t_d), f, np.int32(lay.nao_pad), counter),
-            )  # fmt: skip
-            self.timer.stop("potential", t0)
-        self.counts["potential_pairs"] = int(_host(counter)[0])
-        self.counts["potential_candidates"] = lay.nbb**2 * lay.ngb
-        f = f[: lay.nao, : lay.nao]
-        out = xp.empty_like(f)
-        out[self.perm[:, None], self.perm[None, :]] = f
-        return out
+            for p in dens:
+                p.run(g0, g1, data)
+            points = slice(g0 * d, min(g1 * d, npts))
+            wvs = xc(points, [xp.ascontiguousarray(p.rho[:, points]) for p in dens])
+            pots = pots or [_PotentialPass(self, xctype) for _ in wvs]
+            for pot, wv in zip(pots, wvs):
+                pot.set_weights(g0, g1, wv)
+                pot.run(g0, g1, data)
+        for p in dens:
+            p.finish()
+        return [pot.result() for pot in pots]
+
+    def _cached_fraction(self) -> float:
+        """The share of the kept AO blocks held on the device between calls."""
+        if self.cached:
+            return 1.0
+        held = sum(int(self.col_ptr_host[b] - self.col_ptr_host[a]) for a, b in self.batch_cache)
+        return held / max(1, self.pattern.nblk)
 
     def stats(self) -> dict:
         p = self.pattern
@@ -309,6 +400,7 @@ class GPUBlockEngine:
             "retained_fraction": p.retained_fraction(),
             "output_tiles": self.ntiles,
             "ao_cached": self.cached,
+            "ao_cached_fraction": self._cached_fraction(),
             "grid_batches": len(self.batches),
             "setup_seconds": self.setup_seconds,
             "mma": self.settings.mma,
@@ -343,16 +435,19 @@ class GPUDenseEngine:
         self.weights = xp.asarray(layout.weights)
         per_point = 2 * self.ncomp * layout.nao * 8
         self.batch = max(1, min(layout.npts, batch_bytes // per_point))
-        total = self.ncomp * layout.nao * layout.npts * 8
+        # the AO values of every batch when they fit, else of the first batches that fit
+        point_bytes = self.ncomp * layout.nao * 8
         budget = settings.gpu_memory_fraction * device.free_bytes()
         self.cached = settings.ao_cache == "always" or (
-            settings.ao_cache == "auto" and total <= budget
+            settings.ao_cache == "auto" and layout.npts * point_bytes <= budget
         )
-        self.ao_values = (
-            [self.ao(self.coords[i0:i1], deriv) for i0, i1 in self._ranges()]
-            if self.cached
-            else None
-        )
+        room = np.inf if self.cached else (budget if settings.ao_cache == "auto" else 0.0)
+        self.ao_values = []
+        for i0, i1 in self._ranges():
+            room -= (i1 - i0) * point_bytes
+            if room < 0:
+                break
+            self.ao_values.append(self.ao(self.coords[i0:i1], deriv))
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
 
@@ -362,7 +457,7 @@ class GPUDenseEngine:
 
     def _batches(self):
         for n, (i0, i1) in enumerate(self._ranges()):
-            if self.ao_values is not None:
+            if n < len(self.ao_values):
                 yield i0, i1, self.ao_values[n]
             else:
                 t0 = self.timer.start()
@@ -370,43 +465,73 @@ class GPUDenseEngine:
                 self.timer.stop("ao", t0)
                 yield i0, i1, ao
 
+    def _dm(self, dm):
+        return self.xp.asarray(dm, dtype=np.float64)[self.orig[:, None], self.orig[None, :]]
+
+    def _density_batch(self, dm, xctype: str, ao, rho) -> None:
+        """rho (nvar, points of the batch) from R = D Phi on the batch's AO values ``ao``."""
+        t0 = self.timer.start()
+        c0 = dm @ ao[0]  # R = D Phi
+        rho[0] = (ao[0] * c0).sum(axis=0)
+        if xctype != "LDA":
+            rho[1:4] = 2 * (ao[1:4] * c0).sum(axis=1)
+        if xctype == "MGGA":
+            rho[4] = 0.5 * sum((ao[k] * (dm @ ao[k])).sum(axis=0) for k in (1, 2, 3))
+        self.timer.stop("density", t0)
+
+    def _potential_batch(self, f, wv, xctype: str, ao) -> None:
+        """F += the batch's terms, ``wv`` the weighted potentials of its points."""
+        t0 = self.timer.start()
+        if xctype == "LDA":
+            f += ao[0] @ (wv[0] * ao[0]).T
+        else:
+            aow = (ao[:4] * wv[:4, None]).sum(axis=0)
+            f += ao[0] @ aow.T
+            if xctype == "MGGA":
+                for k in (1, 2, 3):
+                    # the tau term is symmetric: half of it before F + F^T
+                    f += 0.5 * (ao[k] @ (wv[4] * ao[k]).T)
+        self.timer.stop("potential", t0)
+
+    def _result(self, f, xctype: str):
+        if xctype != "LDA":
+            f = f + f.T
+        out = self.xp.empty_like(f)
+        out[self.orig[:, None], self.orig[None, :]] = f
+        return out
+
     def density(self, dm, xctype: str, orbitals=None):
         """R = D Phi on every AO (the paper's dense baseline; ``orbitals`` are not used)."""
-        xp = self.xp
-        dm = xp.asarray(dm, dtype=np.float64)[self.orig[:, None], self.orig[None, :]]
-        rho = xp.empty((NVAR[xctype], self.layout.npts))
+        dm = self._dm(dm)
+        rho = self.xp.empty((NVAR[xctype], self.layout.npts))
         for i0, i1, ao in self._batches():
-            t0 = self.timer.start()
-            c0 = dm @ ao[0]  # R = D Phi
-            rho[0, i0:i1] = (ao[0] * c0).sum(axis=0)
-            if xctype != "LDA":
-                rho[1:4, i0:i1] = 2 * (ao[1:4] * c0).sum(axis=1)
-            if xctype == "MGGA":
-                rho[4, i0:i1] = 0.5 * sum((ao[k] * (dm @ ao[k])).sum(axis=0) for k in (1, 2, 3))
-            self.timer.stop("density", t0)
+            self._density_batch(dm, xctype, ao, rho[:, i0:i1])
         return rho
 
     def potential(self, wv, xctype: str):
-        xp = self.xp
         nao = self.layout.nao
-        f = xp.zeros((nao, nao))
+        f = self.xp.zeros((nao, nao))
         for i0, i1, ao in self._batches():
-            t0 = self.timer.start()
-            if xctype == "LDA":
-                f += ao[0] @ (wv[0, i0:i1] * ao[0]).T
-            else:
-                aow = (ao[:4] * wv[:4, None, i0:i1]).sum(axis=0)
-                f += ao[0] @ aow.T
-                if xctype == "MGGA":
-                    for k in (1, 2, 3):
-                        # the tau term is symmetric: half of it before F + F^T
-                        f += 0.5 * (ao[k] @ (wv[4, i0:i1] * ao[k]).T)
-            self.timer.stop("potential", t0)
-        if xctype != "LDA":
-            f = f + f.T
-        out = xp.empty_like(f)
-        out[self.orig[:, None], self.orig[None, :]] = f
-        return out
+            self._potential_batch(f, wv[:, i0:i1], xctype, ao)
+        return self._result(f, xctype)
+
+    def xc_pass(self, densities: list, xctype: str, xc) -> list:
+        """As the block engine's: batch by batch when the AO values are not all cached, so that
+        the baseline makes each batch's AO values once per call as well."""
+        if self.cached:
+            return integrate.whole_grid_pass(self, densities, xctype, xc)
+        xp, nao = self.xp, self.layout.nao
+        dms = [self._dm(dm) for dm, _ in densities]
+        fs = []
+        for i0, i1, ao in self._batches():
+            rhos = [xp.empty((NVAR[xctype], i1 - i0)) for _ in dms]
+            for dm, rho in zip(dms, rhos):
+                self._density_batch(dm, xctype, ao, rho)
+            wvs = xc(slice(i0, i1), rhos)
+            fs = fs or [xp.zeros((nao, nao)) for _ in wvs]
+            for f, wv in zip(fs, wvs):
+                self._potential_batch(f, wv, xctype, ao)
+        return [self._result(f, xctype) for f in fs]
 
     def stats(self) -> dict:
         return {"ao_cached": self.cached, "setup_seconds": self.setup_seconds}
