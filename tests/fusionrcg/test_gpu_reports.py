@@ -278,3 +278,21 @@ def test_report_script_end_to_end(tmp_path):
     assert all((out / f"{t}.csv").exists() for t in tables)
     assert "# ERI kernels on the GPU" in (out / "SUMMARY.md").read_text()
     assert len(pd.read_csv(out / "ablations.csv")) == 3 * len(QUARTETS)
+
+
+def test_paper_quartets_set_tier1_only_against_tier2_only(tmp_path):
+    folder = write_records(tmp_path / "records")
+    cls = QuartetClass(1, 1, 1, 0)
+    extra = [measurement(cls, "tier1-only", "store", 6e8, 1),
+             measurement(cls, "tier2-only", "store", 2e8, 2)]  # fmt: skip
+    with (folder / "measurements.jsonl").open("a") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in extra))
+    results = gpu_results.load_results(folder, ["later"])
+    table = gpu_results.throughput_table(results.measurements, PEAK)
+    paired = gpu_results.paired_table(table, QUARTETS, "tier1-only", "tier2-only")
+    by = paired.set_index("quartet")
+    assert by.loc["(1,1|1,0)", "speedup"] == pytest.approx(3.0)
+    assert np.isnan(by.loc["(1,0|1,0)", "speedup"])  # neither tier measured there
+    text = gpu_summary.paper_quartet_tiers(paired, above=2)
+    assert "Tier 1-only over Tier 2-only: 3.00x at (1,1|1,0)" in text
+    assert "(1,0|1,0)" not in text  # total 2 is not above 2

@@ -142,7 +142,15 @@ def ablation_table(
     """Per paper quartet (as the paper writes it; measured as its canonical class): full
     against the ablated variant (``store`` epilogue), speedup = full / ablated, both from the
     latest run that measured both."""
-    variant = ABLATIONS[ablation]
+    return paired_table(throughput, quartets, "full", ABLATIONS[ablation])
+
+
+def paired_table(
+    throughput: pd.DataFrame, quartets: Sequence[str], base: str, other: str
+) -> pd.DataFrame:
+    """Per quartet: variant ``base`` against ``other`` (``store`` epilogue), speedup =
+    base / other, both from the latest run that measured both (columns named as in the
+    ablations: ``full_*`` is ``base``)."""
     rows = []
     for text in quartets:
         cls = QuartetClass.parse(text)
@@ -151,21 +159,21 @@ def ablation_table(
         both = [
             rank
             for rank, run in store.groupby("source_rank")
-            if {"full", variant} <= set(run["variant"])
+            if {base, other} <= set(run["variant"])
         ]
         # the latest run with both, else each variant's latest record
         measured = measured[measured["source_rank"] == max(both)] if both else current(measured)
-        full, full_err, full_tier = _rate(measured, "full", "store")
-        other, other_err, other_tier = _rate(measured, variant, "store")
-        missing = "; ".join(f"{v}: {e}" for v, e in (("full", full_err), (variant, other_err)) if e)
+        full, full_err, full_tier = _rate(measured, base, "store")
+        ablated, other_err, other_tier = _rate(measured, other, "store")
+        missing = "; ".join(f"{v}: {e}" for v, e in ((base, full_err), (other, other_err)) if e)
         rows.append(
             {
                 "quartet": str(cls),
                 "total": cls.total,
-                "ablated": variant,
+                "ablated": other,
                 "full_qps": full,
-                "ablated_qps": other,
-                "speedup": full / other,
+                "ablated_qps": ablated,
+                "speedup": full / ablated,
                 "full_tier": full_tier,
                 "ablated_tier": other_tier,
                 "source": measured["source"].iloc[0] if len(measured) else None,
