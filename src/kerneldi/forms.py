@@ -104,7 +104,8 @@ def cholesky_rotation(orbitals, pivots, xp):
 class CholeskyRotation:
     """Rotates occupied orbitals into Cholesky orbitals of D. The pivots depend on where the
     orbitals live, not on the SCF iteration: they are kept per orbital count and made again
-    only when they stop giving an orthogonal rotation."""
+    only when they stop giving an orthogonal rotation; when new ones do not give one either,
+    the orbitals stay as given (the same D, denser tiles)."""
 
     def __init__(self, layout_position: np.ndarray):
         self.position = layout_position  # of every basis function in the engine's layout
