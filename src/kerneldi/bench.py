@@ -49,6 +49,7 @@ MMA = ("fp64", "fp64-tc", "fp16-tc")
 # ours with one setting changed (bench --variants), and the record each writes
 VARIANT_RECORDS = {
     "warp": "ours_fp64-tc_warp",
+    "async": "ours_fp64-tc_async",
     "matrix-form": "ours_matrix_form",
     "unrotated": "ours_unrotated_orbitals",
 }
@@ -360,6 +361,8 @@ def compare_sizes(
         variants = {
             # the warp-tiled kernels (potential, orbital density)
             "warp": {"mma": "fp64-tc", "tiling": "warp"} if "fp64-tc" in env.modes else None,
+            # the density kernels with asynchronous operand staging
+            "async": {"mma": "fp64-tc", "staging": "async"} if "fp64-tc" in env.modes else None,
             # the paper's R = D Phi where the orbitals ran
             "matrix-form": {"density_form": "matrix"} if orbitals else None,
             # the orbitals as the SCF gave them, not rotated into Cholesky orbitals

@@ -20,6 +20,10 @@ AO_CACHE = ("auto", "always", "never")
 # steps into a 32 x 32 output of its own ("warp": the potential and the orbital-form density;
 # FP64 tensor cores, d = 32)
 TILINGS = ("block", "warp")
+# how the density kernels stage their operands in shared memory: converted on the way through
+# registers into one buffer ("sync"), or copied asynchronously into two alternating buffers so
+# that the next product's loads overlap the current one ("async"; FP64 tensor cores, d = 32)
+STAGINGS = ("sync", "async")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Settings:
     density_form: str = "auto"
     orbital_rotation: str = "cholesky"
     tiling: str = "block"
+    staging: str = "sync"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6
@@ -69,6 +74,7 @@ class Settings:
             ("density_form", DENSITY_FORMS),
             ("orbital_rotation", ORBITAL_ROTATIONS),
             ("tiling", TILINGS),
+            ("staging", STAGINGS),
             ("ao_cache", AO_CACHE),
         ):
             if getattr(self, name) not in allowed:

@@ -25,14 +25,18 @@ def test_gpu_backend_matches_pyscf(xc, mma, get_system, get_reference):
     assert abs(e - e0) <= EXC_TOL and float(abs(v.get() - v0).max()) <= VXC_TOL
 
 
+@pytest.mark.parametrize(
+    "option", [{"tiling": "warp"}, {"staging": "async"}], ids=["warp", "async"]
+)
 @pytest.mark.parametrize("form", ["matrix", "orbitals"])
 @pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
-def test_gpu_warp_tiles_match_pyscf(xc, form):
+def test_gpu_kernel_options_match_pyscf(xc, form, option):
+    """The warp-tiled kernels and the asynchronous density staging (FP64 tensor cores)."""
     from pyscf import dft
 
     mol, grids, dm = orbital_system(*CASE)
     n0, e0, v0 = dft.numint.NumInt().nr_rks(mol, grids, xc, np.asarray(dm))
-    ni = kerneldi.NumInt(backend="gpu", mma="fp64-tc", tiling="warp", density_form=form)
+    ni = kerneldi.NumInt(backend="gpu", mma="fp64-tc", density_form=form, **option)
     n, e, v = ni.nr_rks(mol, grids, xc, dm)
     assert ni.stats()["density_form"] == form
     assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xc_cases import EXC_TOL, VXC_TOL, subgrid
+from xc_cases import EXC_TOL, VXC_TOL, orbital_system, subgrid
 
 import kerneldi
 from kerneldi.numint import CPUNumInt
@@ -127,6 +127,31 @@ def test_warp_tiled_potential_matches_pyscf_and_executes_the_cpu_pairs(small, xc
     (n0, e0, v0), (n, e, v), emu, cpu = compare(mol, grids, dm, xc, "rks", **opts, **split)
     assert abs(e - e0) <= 1e-6 and np.abs(v - v0).max() <= 1e-5
     assert emu["potential_pair_fraction"] == cpu["potential_pair_fraction"] < 1.0
+
+
+@pytest.mark.parametrize("form", ["matrix", "orbitals"])
+@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+def test_async_staging_matches_pyscf_and_executes_the_cpu_pairs(xc, form):
+    """Density operands copied into two alternating buffers: several products per row (both
+    buffers in turn) and off-diagonal D tiles scaled by two give PySCF's result and the CPU's
+    products."""
+    mol, grids, dm = orbital_system("water_clusters/003", "6-31g", 0)
+    grids = subgrid(grids, 700)
+    opts = {"mma": "fp64-tc", "staging": "async", "density_form": form}
+    (n0, e0, v0), (n, e, v), emu, cpu = compare(mol, grids, dm, xc, "rks", **opts)
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+    assert emu["density_form"] == form
+    assert emu["density_pair_fraction"] == cpu["density_pair_fraction"]
+
+
+def test_async_staging_needs_the_fp64_tensor_cores(small):
+    from kerneldi.errors import SettingsError
+
+    mol, grids, dm = small
+    with pytest.raises(SettingsError, match="staging='async'"):
+        EmulatedNumInt(mma="fp64", staging="async").nr_rks(mol, grids, "pbe", dm)
+    with pytest.raises(SettingsError, match="staging"):
+        kerneldi.Settings(staging="prefetch")
 
 
 def test_warp_tiled_potential_needs_the_fp64_tensor_cores(small):

@@ -154,7 +154,7 @@ class GPUBlockEngine:
     ):
         t_setup = time.perf_counter()
         settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, device))
-        kd.check_supported(settings.block_size, settings.mma, settings.tiling)
+        kd.check_supported(settings.block_size, settings.mma, settings.tiling, settings.staging)
         self.segment_blocks = segment_blocks
         xp = self.xp = device.xp
         self.device, self.mol, self.layout, self.settings = device, mol, layout, settings
@@ -245,7 +245,7 @@ class GPUBlockEngine:
         """Another product mode, tiling, pair threshold or density form on the same blocks (the
         block structure does not depend on them)."""
         settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, self.device))
-        kd.check_supported(self.layout.d, settings.mma, settings.tiling)
+        kd.check_supported(self.layout.d, settings.mma, settings.tiling, settings.staging)
         self.kernels = self.device.kernels(self.layout.d, settings.mma)
         self.mma = kd.MMA_CODES[settings.mma]
         self.settings = settings
@@ -333,18 +333,21 @@ class GPUBlockEngine:
         )  # fmt: skip
         self.counts["density_form"] = form
         xc = kd.XC_CODES[xctype]
+        staged = int(st.staging == "async")
         if form == "orbitals":
             ct, cmax = orb
             warp = st.tiling == "warp"
             kernel = self.kernels[
-                f"kd_density_orb_warp<{xc}>" if warp else f"kd_density_orb<{xc},{d},{self.mma}>"
+                f"kd_density_orb_warp<{xc}>"
+                if warp
+                else f"kd_density_orb<{xc},{d},{self.mma},{staged}>"
             ]
             operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
             thresholds = (np.float64(st.t_d),)
             candidates = len(ct) * lay.nbb * lay.ngb
         else:
             dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
-            kernel = self.kernels[f"kd_density<{xc},{d},{self.mma}>"]
+            kernel = self.kernels[f"kd_density<{xc},{d},{self.mma},{staged}>"]
             operands = (dt, dmax, np.int32(lay.nbb))
             thresholds = (np.float64(st.t_b), np.float64(st.t_d))
             candidates = lay.nbb**2 * lay.ngb

@@ -22,7 +22,8 @@
 //
 // XC: 0 = LDA, 1 = GGA, 2 = meta-GGA (tau). MMA: 0 = FP64 on CUDA cores, 1 = FP64 tensor cores
 // (DMMA 8x8x4), 2 = FP16 inputs with FP32 accumulation (HMMA 16x16x16). The block size D is
-// 16, 32 or 64 with MMA 0, and 32 with the tensor-core modes.
+// 16, 32 or 64 with MMA 0, and 32 with the tensor-core modes. ASYNC (density kernels, FP64
+// tensor cores at D = 32): operands copied asynchronously into two alternating buffers.
 
 #ifndef KD_HOST_EMULATION
 #include <cuda_fp16.h>
@@ -94,6 +95,32 @@ __device__ __forceinline__ int compact_position(int flag, int* warp_counts, int*
 template <int D, typename E, typename C>
 __device__ __forceinline__ void stage(E* dst, int ldd, const double* __restrict__ src, double s) {
   for (int e = threadIdx.x; e < D * D; e += NT) dst[(e / D) * ldd + e % D] = C::from(s * src[e]);
+}
+
+// 16 bytes from global to shared memory without passing through registers (cp.async, compute
+// capability 8.0 on; a plain copy elsewhere and in the host emulation), committed as a group;
+// ``async_wait<N>`` waits until at most N of this thread's groups are in flight.
+__device__ __forceinline__ void copy16_async(double* dst, const double* __restrict__ src) {
+#if !defined(KD_HOST_EMULATION) && __CUDA_ARCH__ >= 800
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src));
+#else
+  dst[0] = src[0];
+  dst[1] = src[1];
+#endif
+}
+
+__device__ __forceinline__ void async_commit() {
+#if !defined(KD_HOST_EMULATION) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void async_wait() {
+#if !defined(KD_HOST_EMULATION) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
 }
 
 // ---- D x D product tiles: C += A B (nn) or C += A B^T (nt); operands in shared memory -------
@@ -259,11 +286,21 @@ struct Smem {
 
 using namespace kd;
 
+// Bytes of one [left tile | NR right tiles] operand buffer of the density kernels.
+template <int NR, int D, int MMA>
+struct DensityBuffer {
+  static constexpr int DL = D * Smem<D, MMA>::LDN, ESZ = (int)sizeof(typename Elem<MMA>::type);
+  static constexpr int BYTES = align128(DL * ESZ) + align128(NR * DL * ESZ);
+};
+
 // Products of one output row of tiles: t[c] += L_b Phi_{q_b g, c} over the blocks b in
 // [lo, n) of grid block g's list whose flag is set, compacted with Algorithm 1. ``flag(b)`` is
 // the screening test; ``left(b, &scale)`` the left tile in global memory and its factor.
+// Synchronous staging converts the operands on their way into one shared-memory buffer; with
+// ASYNC (FP64 operands) they go straight to two alternating buffers, the next product's copies
+// in flight while the current one runs, and each thread scales the left elements it copied.
 // Returns the number of products' left tiles executed (uniform across the block).
-template <int NR, int D, int MMA, typename Flag, typename Left>
+template <int NR, int D, int MMA, bool ASYNC, typename Flag, typename Left>
 __device__ __forceinline__ int product_row(Tile<D, MMA>* t, int lo, int n, Flag flag, Left left,
                                            const double* __restrict__ phi, int start, int blk0,
                                            int ncs, typename Elem<MMA>::type* sA,
@@ -271,7 +308,36 @@ __device__ __forceinline__ int product_row(Tile<D, MMA>* t, int lo, int n, Flag 
                                            int* warp_counts) {
   typedef typename Elem<MMA>::type E;
   typedef Elem<MMA> C;
-  constexpr int DD = D * D, LDN = Smem<D, MMA>::LDN, DL = D * LDN;
+  static_assert(!ASYNC || MMA != 2, "asynchronous staging copies FP64 operands");
+  constexpr int DD = D * D, LDN = Smem<D, MMA>::LDN, DL = D * LDN, PIECES = DD / 2;
+  // buffer ``buf`` (0 or 1) starts BUF elements after the previous one
+  constexpr int BUF = DensityBuffer<NR, D, MMA>::BYTES / (int)sizeof(E);
+  // the copies of product m into buffer ``buf``; returns its left factor
+  auto issue = [&](int m, int buf) {
+    const int bb = list[m];
+    double scale;
+    const double* L = left(bb, &scale);
+    const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
+    for (int e = threadIdx.x; e < PIECES; e += NT) {
+      const int at = (2 * e / D) * LDN + 2 * e % D;
+      copy16_async(reinterpret_cast<double*>(sA + buf * BUF) + at, L + 2 * e);
+#pragma unroll
+      for (int c = 0; c < NR; ++c) {
+        double* dst = reinterpret_cast<double*>(sB + buf * BUF) + c * DL + at;
+        copy16_async(dst, right + c * DD + 2 * e);
+      }
+    }
+    async_commit();
+    return scale;
+  };
+  auto rescale = [&](int buf, double scale) {  // the left elements this thread copied
+    if (scale == 1.0) return;
+    for (int e = threadIdx.x; e < PIECES; e += NT) {
+      double* a = reinterpret_cast<double*>(sA + buf * BUF) + (2 * e / D) * LDN + 2 * e % D;
+      a[0] *= scale;
+      a[1] *= scale;
+    }
+  };
   int pairs = 0;
   for (int base = lo; base < n; base += NT) {
     const int b = base + threadIdx.x;
@@ -279,18 +345,38 @@ __device__ __forceinline__ int product_row(Tile<D, MMA>* t, int lo, int n, Flag 
     const int pos = compact_position(b < n && flag(b), warp_counts, &total);
     if (pos >= 0) list[pos] = b;
     __syncthreads();
-    for (int m = 0; m < total; ++m) {
-      const int bb = list[m];
-      double scale;
-      const double* L = left(bb, &scale);
-      stage<D, E, C>(sA, LDN, L, scale);
-      const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
+    if constexpr (ASYNC) {
+      double scale = total > 0 ? issue(0, 0) : 1.0;
+      for (int m = 0; m < total; ++m) {
+        const int buf = m & 1;
+        double next = 1.0;
+        if (m + 1 < total) {
+          next = issue(m + 1, buf ^ 1);  // that buffer was last read a barrier ago
+          async_wait<1>();
+        } else {
+          async_wait<0>();
+        }
+        rescale(buf, scale);
+        __syncthreads();
 #pragma unroll
-      for (int c = 0; c < NR; ++c) stage<D, E, C>(sB + c * DL, LDN, right + c * DD, 1.0);
-      __syncthreads();
+        for (int c = 0; c < NR; ++c) t[c].nn(sA + buf * BUF, LDN, sB + buf * BUF + c * DL, LDN);
+        __syncthreads();
+        scale = next;
+      }
+    } else {
+      for (int m = 0; m < total; ++m) {
+        const int bb = list[m];
+        double scale;
+        const double* L = left(bb, &scale);
+        stage<D, E, C>(sA, LDN, L, scale);
+        const double* right = phi + (size_t)(start + bb - blk0) * ncs * DD;
 #pragma unroll
-      for (int c = 0; c < NR; ++c) t[c].nn(sA, LDN, sB + c * DL, LDN);
-      __syncthreads();
+        for (int c = 0; c < NR; ++c) stage<D, E, C>(sB + c * DL, LDN, right + c * DD, 1.0);
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < NR; ++c) t[c].nn(sA, LDN, sB + c * DL, LDN);
+        __syncthreads();
+      }
     }
     pairs += total;
   }
@@ -315,16 +401,18 @@ __device__ __forceinline__ void write_rho(const double* acc, double* red, double
   }
 }
 
-// Shared memory of the density kernels: [left tile (D or C^T) | NR right tiles, later the R
-// tiles and the final reduction | tensor-core scratch]. The host computes the same size
-// (gpu/kernels.py: density_smem).
-template <int NRHO, int NR, int D, int MMA>
+// Shared memory of the density kernels: one buffer (two with ASYNC) of [left tile (D or C^T) |
+// NR right tiles], the R tiles and the final reduction from the first right tiles on, then the
+// tensor-core scratch. The host computes the same size (gpu/kernels.py: density_smem).
+template <int NRHO, int NR, int D, int MMA, bool ASYNC>
 struct DensitySmem {
   typedef typename Elem<MMA>::type E;
   static constexpr int DL = D * Smem<D, MMA>::LDN;
   static constexpr int LEFT = align128(DL * (int)sizeof(E));
   static constexpr int RB = NR * DL * 8 > NRHO * NT * 8 ? NR * DL * 8 : NRHO * NT * 8;
-  E* sA;
+  static constexpr int BUFFERS = (ASYNC ? 2 : 1) * DensityBuffer<NR, D, MMA>::BYTES;
+  static constexpr int END = BUFFERS > LEFT + align128(RB) ? BUFFERS : LEFT + align128(RB);
+  E* sA;  // buffer 0; buffer 1 follows it (product_row)
   E* sB;
   double* sR;
   void* scratch;
@@ -332,19 +420,19 @@ struct DensitySmem {
       : sA(reinterpret_cast<E*>(smem)),
         sB(reinterpret_cast<E*>(smem + LEFT)),
         sR(reinterpret_cast<double*>(smem + LEFT)),
-        scratch(smem + LEFT + align128(RB)) {}
+        scratch(smem + END) {}
 };
 
 // The skeleton of both density kernels, one thread block per grid block g: for each of ``rows``
 // output rows, ``products(r, t, sm, list, warp_counts)`` accumulates NR tiles t and returns the
 // products executed (uniform over the block); the tiles go to shared memory, where
 // ``contract(r, e, sR, acc)`` adds element e of them to this thread's sums; then rho of g.
-template <int NRHO, int NR, int D, int MMA, typename Products, typename Contract>
+template <int NRHO, int NR, int D, int MMA, bool ASYNC, typename Products, typename Contract>
 __device__ __forceinline__ void density_rows(int g, int rows, Products products,
                                              Contract contract, double* rho, int npts_pad) {
   constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
   KD_DYNAMIC_SMEM(smem);
-  const DensitySmem<NRHO, NR, D, MMA> sm(smem);
+  const DensitySmem<NRHO, NR, D, MMA, ASYNC> sm(smem);
   __shared__ int list[NT];
   __shared__ int warp_counts[NWARP];
   const int i = threadIdx.x % D, u0 = threadIdx.x / D;
@@ -364,8 +452,10 @@ __device__ __forceinline__ void density_rows(int g, int rows, Products products,
   write_rho<NRHO, D>(acc, sm.sR, rho, g, npts_pad);
 }
 
-template <int XC, int D, int MMA>
-__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
+// DMMA tiles: <= 128 registers (2 blocks per SM); the asynchronous staging's addresses need
+// more, and its double buffer hides the latency that the second block would
+template <int XC, int D, int MMA, int ASYNC>
+__global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)
     kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                const int* __restrict__ row_idx, const double* __restrict__ phimax,
                const double* __restrict__ dtiles, const double* __restrict__ dmax, const int nbb,
@@ -392,7 +482,8 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       executed += (X::SYM && b != a) ? 2 : 1;
       return dtiles + ((size_t)p * nbb + row_idx[start + b]) * DD;
     };
-    return product_row<X::NRIGHT, D, MMA>(t, X::SYM ? a : 0, n, flag, dtile, phi, start, blk0,
+    return product_row<X::NRIGHT, D, MMA, ASYNC>(t, X::SYM ? a : 0, n, flag, dtile, phi, start,
+                                                 blk0,
                                           ncs, sm.sA, sm.sB, list, warp_counts);
   };
   // R contracted with Phi_pg over the rows u
@@ -415,12 +506,12 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       acc[4] = fma(0.5, tau, acc[4]);
     }
   };
-  density_rows<X::NRHO, X::NRIGHT, D, MMA>(g, n, products, contract, rho, npts_pad);
+  density_rows<X::NRHO, X::NRIGHT, D, MMA, ASYNC>(g, n, products, contract, rho, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
-template <int XC, int D, int MMA>
-__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 registers
+template <int XC, int D, int MMA, int ASYNC>
+__global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)  // as kd_density
     kd_density_orb(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                    const int* __restrict__ row_idx, const double* __restrict__ phimax,
                    const double* __restrict__ ctiles, const double* __restrict__ cmax,
@@ -445,7 +536,8 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       ++executed;
       return ctiles + ((size_t)o * nbb + row_idx[start + b]) * DD;
     };
-    return product_row<NORB, D, MMA>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sm.sA, sm.sB,
+    return product_row<NORB, D, MMA, ASYNC>(t, 0, n, flag, ctile, phi, start, blk0, ncs, sm.sA,
+                                            sm.sB,
                                      list, warp_counts);
   };
   // rows u of R are orbitals, columns grid points
@@ -463,7 +555,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // DMMA tiles: <= 128 r
       if (XC == 2) acc[4] = fma(0.5, tau, acc[4]);
     }
   };
-  density_rows<X::NRHO, NORB, D, MMA>(g, nob, products, contract, rho, npts_pad);
+  density_rows<X::NRHO, NORB, D, MMA, ASYNC>(g, nob, products, contract, rho, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 

@@ -29,9 +29,16 @@ def resolve_mma(settings, device) -> str:
     return "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
 
 
-def check_supported(block_size: int, mma: str, tiling: str = "block") -> None:
+def check_supported(
+    block_size: int, mma: str, tiling: str = "block", staging: str = "sync"
+) -> None:
     if mma not in MMA_CODES:
         raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
+    if staging == "async" and not async_staging(block_size, MMA_CODES[mma]):
+        raise SettingsError(
+            f"staging='async' takes the FP64 tensor cores at block_size 32, "
+            f"got mma={mma!r}, block_size={block_size}"
+        )
     if tiling == "warp" and not warp_tiles(block_size, MMA_CODES[mma]):
         raise SettingsError(
             f"tiling='warp' takes the FP64 tensor cores at block_size 32, "
@@ -43,16 +50,20 @@ def check_supported(block_size: int, mma: str, tiling: str = "block") -> None:
         raise SettingsError(f"the tensor-core kernels take block_size 32, got {block_size}")
 
 
-def density_smem(xc: int, d: int, mma: int, orbitals: bool = False) -> int:
-    """Bytes of dynamic shared memory of kd_density, or of kd_density_orb with ``orbitals``
-    (mirrors the layout in the source)."""
+def density_smem(
+    xc: int, d: int, mma: int, orbitals: bool = False, two_buffers: bool = False
+) -> int:
+    """Bytes of dynamic shared memory of kd_density, or of kd_density_orb with ``orbitals``;
+    ``two_buffers`` for the asynchronous staging (mirrors the layout in the source)."""
     esz = 2 if mma == 2 else 8
     ldn = d + 4 if mma == 1 else d
     nrho = (1, 4, 5)[xc]
     nright = (1 if xc == 0 else 4) if orbitals else (4 if xc == 2 else 1)
-    region = max(nright * d * ldn * 8, nrho * NT * 8)
+    left, right = _align(d * ldn * esz), _align(nright * d * ldn * esz)
+    region = max(nright * d * ldn * 8, nrho * NT * 8)  # R tiles, then the reduction
+    end = max((2 if two_buffers else 1) * (left + right), left + _align(region))
     # the tensor-core modes sum partial tiles in a scratch of d x d doubles (or 2 of floats)
-    return _align(d * ldn * esz) + _align(region) + (_align(d * d * 8) if mma else 0)
+    return end + (_align(d * d * 8) if mma else 0)
 
 
 def potential_smem(d: int, mma: int) -> int:
@@ -70,6 +81,11 @@ POTENTIAL_WARP_SMEM = 8 * 2 * 32 * 20 * 8
 DENSITY_WARP_SMEM = 8 * (32 * 20 + 16 * 36) * 8
 
 
+def async_staging(d: int, mma: int) -> bool:
+    """Whether the density kernels exist with asynchronous staging for (d, mma)."""
+    return d == 32 and mma == MMA_CODES["fp64-tc"]
+
+
 def warp_tiles(d: int, mma: int) -> bool:
     """Whether kd_potential_warp exists for (d, mma): FP64 tensor cores at d = 32."""
     return d == 32 and mma == MMA_CODES["fp64-tc"]
@@ -78,11 +94,12 @@ def warp_tiles(d: int, mma: int) -> bool:
 def names(d: int, mma: int) -> list[str]:
     out = [f"kd_aow<{d}>", f"kd_ao_norms<{d}>", f"kd_ao_gather<{d}>"]
     for xc in XC_CODES.values():
-        out += [
-            f"kd_density<{xc},{d},{mma}>",
-            f"kd_density_orb<{xc},{d},{mma}>",
-            f"kd_potential<{xc},{d},{mma}>",
-        ]
+        for staged in (0, 1) if async_staging(d, mma) else (0,):
+            out += [
+                f"kd_density<{xc},{d},{mma},{staged}>",
+                f"kd_density_orb<{xc},{d},{mma},{staged}>",
+            ]
+        out.append(f"kd_potential<{xc},{d},{mma}>")
         if warp_tiles(d, mma):
             out += [f"kd_density_orb_warp<{xc}>", f"kd_potential_warp<{xc}>"]
     return out
@@ -96,8 +113,8 @@ def smem_bytes(expr: str, d: int, mma: int) -> int:
     if kernel == "kd_density_orb_warp":
         return DENSITY_WARP_SMEM
     if kernel in ("kd_density", "kd_density_orb"):
-        xc = int(expr.split("<")[1].split(",")[0])
-        return density_smem(xc, d, mma, orbitals=kernel == "kd_density_orb")
+        xc, _, _, staged = (int(a) for a in expr.split("<")[1].rstrip(">").split(","))
+        return density_smem(xc, d, mma, kernel == "kd_density_orb", two_buffers=staged == 1)
     if kernel == "kd_potential":
         return potential_smem(d, mma)
     return 0
