@@ -102,8 +102,10 @@ __device__ __forceinline__ void stage(E* dst, int ldd, const double* __restrict_
 // ``async_wait<N>`` waits until at most N of this thread's groups are in flight.
 __device__ __forceinline__ void copy16_async(double* dst, const double* __restrict__ src) {
 #if !defined(KD_HOST_EMULATION) && __CUDA_ARCH__ >= 800
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src));
+  // the shared-window address in PTX itself: no header the run-time compiler might lack
+  unsigned long long at;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(at) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)at), "l"(src));
 #else
   dst[0] = src[0];
   dst[1] = src[1];
