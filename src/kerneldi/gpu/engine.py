@@ -33,6 +33,11 @@ def _host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+def _leading_that_fit(sizes, room: float) -> int:
+    """How many of the leading ``sizes`` (bytes) fit together in ``room`` bytes."""
+    return int(np.searchsorted(np.cumsum(np.asarray(sizes, dtype=np.float64)), room, "right"))
+
+
 class _Timer:
     """Wall time of the engine's phases, synchronized with the device when profiling."""
 
@@ -232,10 +237,8 @@ class GPUBlockEngine:
             self.batches = list(self._ranges())
             self.subsets = {(g0, g1): self._subset(g0, g1) for g0, g1 in self.batches}
             room = budget if settings.ao_cache == "auto" else 0.0
-            for g0, g1 in self.batches:
-                room -= (pat.col_ptr[g1] - pat.col_ptr[g0]) * block_bytes
-                if room < 0:
-                    break
+            sizes = [(pat.col_ptr[g1] - pat.col_ptr[g0]) * block_bytes for g0, g1 in self.batches]
+            for g0, g1 in self.batches[: _leading_that_fit(sizes, room)]:
                 self.batch_cache[(g0, g1)] = self._evaluate(g0, g1)
         self.counts: dict[str, int] = {}
         device.synchronize()
@@ -445,12 +448,9 @@ class GPUDenseEngine:
             settings.ao_cache == "auto" and layout.npts * point_bytes <= budget
         )
         room = np.inf if self.cached else (budget if settings.ao_cache == "auto" else 0.0)
-        self.ao_values = []
-        for i0, i1 in self._ranges():
-            room -= (i1 - i0) * point_bytes
-            if room < 0:
-                break
-            self.ao_values.append(self.ao(self.coords[i0:i1], deriv))
+        ranges = list(self._ranges())
+        held = _leading_that_fit([(i1 - i0) * point_bytes for i0, i1 in ranges], room)
+        self.ao_values = [self.ao(self.coords[i0:i1], deriv) for i0, i1 in ranges[:held]]
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
 

@@ -292,7 +292,8 @@ using namespace kd;
 template <int NR, int D, int MMA>
 struct DensityBuffer {
   static constexpr int DL = D * Smem<D, MMA>::LDN, ESZ = (int)sizeof(typename Elem<MMA>::type);
-  static constexpr int BYTES = align128(DL * ESZ) + align128(NR * DL * ESZ);
+  static constexpr int LEFT = align128(DL * ESZ);
+  static constexpr int BYTES = LEFT + align128(NR * DL * ESZ);
 };
 
 // Products of one output row of tiles: t[c] += L_b Phi_{q_b g, c} over the blocks b in
@@ -409,10 +410,10 @@ __device__ __forceinline__ void write_rho(const double* acc, double* red, double
 template <int NRHO, int NR, int D, int MMA, bool ASYNC>
 struct DensitySmem {
   typedef typename Elem<MMA>::type E;
-  static constexpr int DL = D * Smem<D, MMA>::LDN;
-  static constexpr int LEFT = align128(DL * (int)sizeof(E));
+  typedef DensityBuffer<NR, D, MMA> B;
+  static constexpr int DL = B::DL, LEFT = B::LEFT;
   static constexpr int RB = NR * DL * 8 > NRHO * NT * 8 ? NR * DL * 8 : NRHO * NT * 8;
-  static constexpr int BUFFERS = (ASYNC ? 2 : 1) * DensityBuffer<NR, D, MMA>::BYTES;
+  static constexpr int BUFFERS = (ASYNC ? 2 : 1) * B::BYTES;
   static constexpr int END = BUFFERS > LEFT + align128(RB) ? BUFFERS : LEFT + align128(RB);
   E* sA;  // buffer 0; buffer 1 follows it (product_row)
   E* sB;
