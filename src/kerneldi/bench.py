@@ -49,7 +49,7 @@ MMA = ("fp64", "fp64-tc", "fp16-tc")
 # ours with one setting changed (bench --variants), and the record each writes
 VARIANT_RECORDS = {
     "warp": "ours_fp64-tc_warp",
-    "async": "ours_fp64-tc_async",
+    "sync": "ours_fp64-tc_sync",
     "matrix-form": "ours_matrix_form",
     "unrotated": "ours_unrotated_orbitals",
 }
@@ -345,7 +345,7 @@ def compare_sizes(
                 "pair_fractions": {
                     k: v
                     for k, v in ni.stats().items()
-                    if k.endswith("pair_fraction") or k == "density_form"
+                    if k.endswith("pair_fraction") or k in ("density_form", "staging")
                 },
             }
             if mma == "fp64":
@@ -361,8 +361,8 @@ def compare_sizes(
         variants = {
             # the warp-tiled kernels (potential, orbital density)
             "warp": {"mma": "fp64-tc", "tiling": "warp"} if "fp64-tc" in env.modes else None,
-            # the density kernels with asynchronous operand staging
-            "async": {"mma": "fp64-tc", "staging": "async"} if "fp64-tc" in env.modes else None,
+            # the density kernels staging their operands through registers, not asynchronously
+            "sync": {"mma": "fp64-tc", "staging": "sync"} if "fp64-tc" in env.modes else None,
             # the paper's R = D Phi where the orbitals ran
             "matrix-form": {"density_form": "matrix"} if orbitals else None,
             # the orbitals as the SCF gave them, not rotated into Cholesky orbitals

@@ -22,8 +22,10 @@ AO_CACHE = ("auto", "always", "never")
 TILINGS = ("block", "warp")
 # how the density kernels stage their operands in shared memory: converted on the way through
 # registers into one buffer ("sync"), or copied asynchronously into two alternating buffers so
-# that the next product's loads overlap the current one ("async"; FP64 tensor cores, d = 32)
-STAGINGS = ("sync", "async")
+# that the next product's loads overlap the current one ("async"; FP64 tensor cores, d = 32);
+# "auto" is "async" where it exists and "sync" otherwise (async measured 3-21% faster on the H200
+# density phase, reports/xc/gpu_summary.md)
+STAGINGS = ("auto", "sync", "async")
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Settings:
     density_form: str = "auto"
     orbital_rotation: str = "cholesky"
     tiling: str = "block"
-    staging: str = "sync"
+    staging: str = "auto"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6

@@ -26,12 +26,14 @@ def test_gpu_backend_matches_pyscf(xc, mma, get_system, get_reference):
 
 
 @pytest.mark.parametrize(
-    "option", [{"tiling": "warp"}, {"staging": "async"}], ids=["warp", "async"]
+    "option",
+    [{"tiling": "warp"}, {"staging": "async"}, {"staging": "sync"}],
+    ids=["warp", "async", "sync"],
 )
 @pytest.mark.parametrize("form", ["matrix", "orbitals"])
 @pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
 def test_gpu_kernel_options_match_pyscf(xc, form, option):
-    """The warp-tiled kernels and the asynchronous density staging (FP64 tensor cores)."""
+    """The warp-tiled kernels and both density stagings (FP64 tensor cores)."""
     from pyscf import dft
 
     mol, grids, dm = orbital_system(*CASE)

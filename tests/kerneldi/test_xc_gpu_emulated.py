@@ -218,11 +218,12 @@ def test_batches_evaluate_only_the_shells_of_their_kept_blocks(small):
 
 
 @pytest.mark.parametrize(
-    ("tensor_cores", "block_size", "mode"),
-    [(True, 32, "fp64-tc"), (False, 32, "fp64"), (True, 16, "fp64")],
+    ("tensor_cores", "block_size", "mode", "staging"),
+    [(True, 32, "fp64-tc", "async"), (False, 32, "fp64", "sync"), (True, 16, "fp64", "sync")],
 )
-def test_auto_product_mode(small, tensor_cores, block_size, mode):
-    """The default mode: FP64 tensor cores where the GPU has them and d = 32."""
+def test_auto_product_mode(small, tensor_cores, block_size, mode, staging):
+    """The default mode: FP64 tensor cores where the GPU has them and d = 32, there with the
+    asynchronous density staging."""
     from kerneldi.gpu.device import EmulatedDevice
     from kerneldi.gpu.engine import GPUBlockEngine
     from kerneldi.layout import make_layout
@@ -230,10 +231,11 @@ def test_auto_product_mode(small, tensor_cores, block_size, mode):
 
     mol, grids, _ = small
     settings = Settings(block_size=block_size)
-    assert settings.mma == "auto"
+    assert settings.mma == settings.staging == "auto"
     layout = make_layout(mol, grids.coords, grids.weights, None, settings)
     eng = GPUBlockEngine(mol, layout, settings, 0, EmulatedDevice(tensor_cores=tensor_cores))
     assert eng.settings.mma == mode and eng.stats()["mma"] == mode
+    assert eng.settings.staging == staging and eng.stats()["staging"] == staging
 
 
 def test_dense_baseline_on_the_emulated_device(small):

@@ -11,7 +11,6 @@ the shells of the basis blocks it keeps (in large, sparse systems a small part o
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
@@ -158,8 +157,7 @@ class GPUBlockEngine:
         profile: bool = False,
     ):
         t_setup = time.perf_counter()
-        settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, device))
-        kd.check_supported(settings.block_size, settings.mma, settings.tiling, settings.staging)
+        settings = kd.resolve(settings, device)
         self.segment_blocks = segment_blocks
         xp = self.xp = device.xp
         self.device, self.mol, self.layout, self.settings = device, mol, layout, settings
@@ -247,8 +245,7 @@ class GPUBlockEngine:
     def apply_settings(self, settings: Settings) -> None:
         """Another product mode, tiling, pair threshold or density form on the same blocks (the
         block structure does not depend on them)."""
-        settings = dataclasses.replace(settings, mma=kd.resolve_mma(settings, self.device))
-        kd.check_supported(self.layout.d, settings.mma, settings.tiling, settings.staging)
+        settings = kd.resolve(settings, self.device)
         self.kernels = self.device.kernels(self.layout.d, settings.mma)
         self.mma = kd.MMA_CODES[settings.mma]
         self.settings = settings
@@ -410,6 +407,7 @@ class GPUBlockEngine:
             "grid_batches": len(self.batches),
             "setup_seconds": self.setup_seconds,
             "mma": self.settings.mma,
+            "staging": self.settings.staging,
         }
         return out | pair_fractions(self.counts)
 

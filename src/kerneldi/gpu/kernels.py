@@ -3,6 +3,7 @@ compilation through CuPy's NVRTC and an nvcc check."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import SettingsError
+from ..settings import Settings
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 NT = 256  # threads per block, KD_NT in the source
@@ -27,6 +29,18 @@ def resolve_mma(settings, device) -> str:
     if settings.mma != "auto":
         return settings.mma
     return "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
+
+
+def resolve(settings: Settings, device) -> Settings:
+    """``settings`` with the product mode and the staging resolved for ``device`` ("auto", see
+    Settings), checked against the kernels that exist."""
+    mma = resolve_mma(settings, device)
+    staging = settings.staging
+    if staging == "auto":
+        supported = mma in MMA_CODES and async_staging(settings.block_size, MMA_CODES[mma])
+        staging = "async" if supported else "sync"
+    check_supported(settings.block_size, mma, settings.tiling, staging)
+    return dataclasses.replace(settings, mma=mma, staging=staging)
 
 
 def check_supported(
