@@ -52,9 +52,10 @@ def test_unrestricted_and_split_closed_shell_orbitals():
 @pytest.mark.parametrize("backend", ["cpu", "emulated"])
 def test_a_spin_without_electrons(backend):
     """The hydrogen atom: no beta electron, so no beta orbital to form the density from. The
-    beta potential at rho_b = 0 amplifies the last bits of rho_a (PySCF's own orbital and matrix
-    forms differ by 4e-6 in Vxc here), so the reference is PySCF's NumInt given the same tagged
-    matrix, which forms rho_a from the orbitals as well."""
+    beta potential at rho_b = 0 amplifies the last bits of rho_a: PySCF's own orbital and matrix
+    forms of rho_a differ there (by 8e-6 on elements of 50 with OpenBLAS 0.3.31), so the beta
+    potential is held to ten times that spread (at least VXC_TOL); the electron counts, Exc
+    and the alpha potential to the usual tolerances against PySCF given the same tagged matrix."""
     if backend == "emulated" and not cxx20():
         pytest.skip("needs g++ with C++20 (std::barrier)")
     mol = gto.M(atom="H 0 0 0", basis="6-31g", spin=1, verbose=0)
@@ -64,10 +65,14 @@ def test_a_spin_without_electrons(backend):
     h = mf.get_hcore()
     mo_energy, mo_coeff = mf.eig(np.stack([h, h]), mf.get_ovlp())
     dm = mf.make_rdm1(mo_coeff, mf.get_occ(mo_energy, mo_coeff))
-    ref = dft.numint.NumInt().nr_uks(mol, grids, "pbe", dm)
+    n0, e0, v0 = dft.numint.NumInt().nr_uks(mol, grids, "pbe", dm)
+    untagged = dft.numint.NumInt().nr_uks(mol, grids, "pbe", np.asarray(dm))[2]
+    spread = np.abs(untagged[1] - v0[1]).max()
     options = {"density_form": "orbitals"}
     ni = EmulatedNumInt(**options) if backend == "emulated" else kerneldi.NumInt(**options)
-    check(ni.nr_uks(mol, grids, "pbe", dm), ref)
+    n, e, v = ni.nr_uks(mol, grids, "pbe", dm)
+    check((n, e, v[0]), (n0, e0, v0[0]))
+    assert np.abs(v[1] - v0[1]).max() <= max(VXC_TOL, 10 * spread)
 
 
 def test_occupied_orbitals_from_tags():
