@@ -23,8 +23,8 @@ TILINGS = ("block", "warp")
 # how the density kernels stage their operands in shared memory: converted on the way through
 # registers into one buffer ("sync"), or copied asynchronously into two alternating buffers so
 # that the next product's loads overlap the current one ("async"; FP64 tensor cores, d = 32);
-# "auto" is "async" where it exists and "sync" otherwise (async measured 3-21% faster on the H200
-# density phase, reports/xc/gpu_summary.md)
+# "auto" is "async" where it exists and "sync" otherwise (the density phase 10-21% faster with
+# "async" on the H200, reports/gpu/README.md)
 STAGINGS = ("auto", "sync", "async")
 
 

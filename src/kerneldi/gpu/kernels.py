@@ -24,21 +24,16 @@ def _align(nbytes: int) -> int:
     return (nbytes + 127) // 128 * 128
 
 
-def resolve_mma(settings, device) -> str:
-    """The product mode of ``settings`` on ``device``, "auto" resolved (see Settings)."""
-    if settings.mma != "auto":
-        return settings.mma
-    return "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
-
-
 def resolve(settings: Settings, device) -> Settings:
-    """``settings`` with the product mode and the staging resolved for ``device`` ("auto", see
+    """``settings`` with its "auto" product mode and staging resolved for ``device`` (see
     Settings), checked against the kernels that exist."""
-    mma = resolve_mma(settings, device)
+    mma = settings.mma
+    if mma == "auto":
+        mma = "fp64-tc" if settings.block_size == 32 and device.fp64_tensor_cores() else "fp64"
     staging = settings.staging
     if staging == "auto":
-        supported = mma in MMA_CODES and async_staging(settings.block_size, MMA_CODES[mma])
-        staging = "async" if supported else "sync"
+        # Settings admits only known modes, so MMA_CODES has every resolved one
+        staging = "async" if async_staging(settings.block_size, MMA_CODES[mma]) else "sync"
     check_supported(settings.block_size, mma, settings.tiling, staging)
     return dataclasses.replace(settings, mma=mma, staging=staging)
 
