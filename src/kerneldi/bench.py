@@ -50,6 +50,8 @@ MMA = ("fp64", "fp64-tc", "fp16-tc")
 VARIANT_RECORDS = {
     "warp": "ours_fp64-tc_warp",
     "sync": "ours_fp64-tc_sync",
+    "1x1": "ours_fp64-tc_1x1",
+    "4x4": "ours_fp64-tc_4x4",
     "matrix-form": "ours_matrix_form",
     "unrotated": "ours_unrotated_orbitals",
 }
@@ -345,7 +347,8 @@ def compare_sizes(
                 "pair_fractions": {
                     k: v
                     for k, v in ni.stats().items()
-                    if k.endswith("pair_fraction") or k in ("density_form", "staging")
+                    if k.endswith("pair_fraction")
+                    or k in ("density_form", "staging", "potential_tiles")
                 },
             }
             if mma == "fp64":
@@ -360,9 +363,14 @@ def compare_sizes(
         # the same call with one setting changed: what the option or default buys here
         variants = {
             # the warp-tiled kernels (potential, orbital density)
-            "warp": {"mma": "fp64-tc", "tiling": "warp"} if "fp64-tc" in env.modes else None,
+            "warp": {"mma": "fp64-tc", "tiling": "warp", "potential_tiles": "1x1"}
+            if "fp64-tc" in env.modes
+            else None,
             # the density kernels staging their operands through registers, not asynchronously
             "sync": {"mma": "fp64-tc", "staging": "sync"} if "fp64-tc" in env.modes else None,
+            # the potential one output tile per thread block, or a 4 x 4 group, not 2 x 2
+            "1x1": {"mma": "fp64-tc", "potential_tiles": "1x1"} if "fp64-tc" in env.modes else None,
+            "4x4": {"mma": "fp64-tc", "potential_tiles": "4x4"} if "fp64-tc" in env.modes else None,
             # the paper's R = D Phi where the orbitals ran
             "matrix-form": {"density_form": "matrix"} if orbitals else None,
             # the orbitals as the SCF gave them, not rotated into Cholesky orbitals
@@ -382,6 +390,7 @@ def compare_sizes(
                 "median_s": t["median_s"],
                 f"vs_{env.library}": errors(t["result"], ref),
                 "density_pair_fraction": ni.stats().get("density_pair_fraction"),
+                "potential_pair_fraction": ni.stats().get("potential_pair_fraction"),
                 "phases_s": ni.phase_seconds(lambda ni=ni: ni.nr_rks(mol, grids, xc, dm)),
             }
             log(name, key, rec[key])

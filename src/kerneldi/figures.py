@@ -106,6 +106,14 @@ def sweep_table(results: dict) -> pd.DataFrame:
             staged = r.get("ours_fp64-tc_sync", {})
             row["ours_fp64-tc_sync_s"] = staged.get("median_s", np.nan)
             row["sync_density_s"] = staged.get("phases_s", {}).get("density", np.nan)
+            # records from before the 2 x 2 output tiles were the default ran "1x1"
+            row["potential_tiles"] = pf.get("potential_tiles", "1x1")
+            for tiles in ("1x1", "4x4"):
+                other = r.get(f"ours_fp64-tc_{tiles}", {})
+                row[f"ours_fp64-tc_{tiles}_s"] = other.get("median_s", np.nan)
+                row[f"tiles{tiles}_potential_s"] = other.get("phases_s", {}).get(
+                    "potential", np.nan
+                )
             row["density_pair_fraction"] = pf.get("density_pair_fraction")
             row["potential_pair_fraction"] = pf.get("potential_pair_fraction")
             # one call timed phase by phase; "other" is the functional (libxc) and host work
@@ -275,6 +283,9 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "ours_fp64-tc_warp_s",
             "staging",
             "ours_fp64-tc_sync_s",
+            "potential_tiles",
+            "ours_fp64-tc_1x1_s",
+            "ours_fp64-tc_4x4_s",
             "best_fp64_s",
             "exc_cublas_s",
             "gpu4pyscf_s",
@@ -299,7 +310,10 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "FP64 tensor cores with the warp-tiled kernels (tiling='warp'); staging: how the "
             "density kernels of ours_fp64-tc staged their operands (async: cp.async into two "
             "buffers, the default since 2026-12-01; sync: through registers); "
-            "ours_fp64-tc_sync_s: the same call with staging='sync'."
+            "ours_fp64-tc_sync_s: the same call with staging='sync'; potential_tiles: the "
+            "output tiles per thread block of the potential (2x2, the default since "
+            "2026-12-01, or 1x1); ours_fp64-tc_1x1_s, ours_fp64-tc_4x4_s: the same call with "
+            "potential_tiles='1x1' or '4x4'."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))
@@ -313,12 +327,15 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
                 "potential: the block-pair kernels; other: the "
                 "functional (libxc) and the host's work; warp_*: the phases with the warp-tiled "
                 "kernels (FP64 tensor cores) where measured; unrotated_density_s: the density "
-                "with the orbitals not rotated; sync_density_s: with staging='sync'."
+                "with the orbitals not rotated; sync_density_s: with staging='sync'; "
+                "tiles1x1_potential_s, tiles4x4_potential_s: the potential with "
+                "potential_tiles='1x1' or '4x4'."
             )
             lines.append("")
             pcols = ["section", "molecule", "natm", "nao", "phases_mode"]
             pcols += [f"{p}_s" for p in PHASES] + ["other_s", "warp_density_s", "warp_potential_s"]
             pcols += ["unrotated_density_s", "sync_density_s"]
+            pcols += ["tiles1x1_potential_s", "tiles4x4_potential_s"]
             pcols += ["ao_cached", "ao_cached_fraction"]
             lines.append(to_markdown(phased[pcols]))
     paper = prov.get("paper_v100", {})

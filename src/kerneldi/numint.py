@@ -24,7 +24,15 @@ from .settings import Settings
 
 ENGINES = ("block", "dense")
 # settings an engine applies to the block structure it has built
-KEEPS_BLOCKS = {"t_d", "mma", "density_form", "orbital_rotation", "tiling", "staging"}
+KEEPS_BLOCKS = {
+    "t_d",
+    "mma",
+    "density_form",
+    "orbital_rotation",
+    "tiling",
+    "staging",
+    "potential_tiles",
+}
 _LAPLACIAN_MGGA = ("CC06", "CS", "BR89", "MK00")
 
 

@@ -26,6 +26,11 @@ TILINGS = ("block", "warp")
 # "auto" is "async" where it exists and "sync" otherwise (the density phase 10-21% faster with
 # "async" on the H200, reports/gpu/README.md)
 STAGINGS = ("auto", "sync", "async")
+# output tiles per thread block of the potential (tiling "block"): one d x d tile ("1x1"), or a
+# 2 x 2 or 4 x 4 group of them (FP64 tensor cores, d = 32) whose steps stage each left and right
+# tile the group's passing pairs need once, up to G^2 products from 2G tiles (the same pairs);
+# "auto" is "2x2" where it exists and "1x1" otherwise
+POTENTIAL_TILES = ("auto", "1x1", "2x2", "4x4")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Settings:
     orbital_rotation: str = "cholesky"
     tiling: str = "block"
     staging: str = "auto"
+    potential_tiles: str = "auto"
     ao_cache: str = "auto"
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6
@@ -77,6 +83,7 @@ class Settings:
             ("orbital_rotation", ORBITAL_ROTATIONS),
             ("tiling", TILINGS),
             ("staging", STAGINGS),
+            ("potential_tiles", POTENTIAL_TILES),
             ("ao_cache", AO_CACHE),
         ):
             if getattr(self, name) not in allowed:

@@ -27,13 +27,21 @@ def test_gpu_backend_matches_pyscf(xc, mma, get_system, get_reference):
 
 @pytest.mark.parametrize(
     "option",
-    [{"tiling": "warp"}, {"staging": "async"}, {"staging": "sync"}],
-    ids=["warp", "async", "sync"],
+    [
+        {"tiling": "warp"},
+        {"staging": "async"},
+        {"staging": "sync"},
+        {"potential_tiles": "2x2"},
+        {"potential_tiles": "1x1"},
+        {"potential_tiles": "4x4"},
+    ],
+    ids=["warp", "async", "sync", "2x2", "1x1", "4x4"],
 )
 @pytest.mark.parametrize("form", ["matrix", "orbitals"])
 @pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
 def test_gpu_kernel_options_match_pyscf(xc, form, option):
-    """The warp-tiled kernels and both density stagings (FP64 tensor cores)."""
+    """The warp-tiled kernels, both density stagings and both potential tilings (FP64 tensor
+    cores)."""
     from pyscf import dft
 
     mol, grids, dm = orbital_system(*CASE)

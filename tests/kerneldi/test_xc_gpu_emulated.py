@@ -129,6 +129,35 @@ def test_warp_tiled_potential_matches_pyscf_and_executes_the_cpu_pairs(small, xc
     assert emu["potential_pair_fraction"] == cpu["potential_pair_fraction"] < 1.0
 
 
+@pytest.mark.parametrize("tiles", ["2x2", "4x4"])
+@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+def test_grouped_potential_tiles_match_pyscf(small, xc, tiles):
+    """Groups of 2 x 2 and 4 x 4 output tiles (three basis blocks: groups with missing rows and
+    columns): PySCF's result and the CPU's products, also at a loose t_d that drops some of a
+    group's pairs, split over several thread blocks (atomic updates)."""
+    mol, grids, dm = small
+    opts = {"mma": "fp64-tc", "potential_tiles": tiles}
+    (n0, e0, v0), (n, e, v), emu, cpu = compare(mol, grids, dm, xc, "rks", **opts)
+    assert abs(e - e0) <= EXC_TOL and np.abs(v - v0).max() <= VXC_TOL
+    assert emu["potential_tiles"] == tiles
+    assert emu["potential_pair_fraction"] == cpu["potential_pair_fraction"]
+    split = {"engine_options": {"segment_blocks": 4}, "t_d": 1e-7}
+    (n0, e0, v0), (n, e, v), emu, cpu = compare(mol, grids, dm, xc, "rks", **opts, **split)
+    assert abs(e - e0) <= 1e-6 and np.abs(v - v0).max() <= 1e-5
+    assert emu["potential_pair_fraction"] == cpu["potential_pair_fraction"] < 1.0
+
+
+def test_grouped_potential_tiles_need_the_block_tiling_and_fp64_tensor_cores(small):
+    from kerneldi.errors import SettingsError
+
+    mol, grids, dm = small
+    for opts in ({"mma": "fp64"}, {"mma": "fp64-tc", "tiling": "warp"}):
+        with pytest.raises(SettingsError, match="potential_tiles='2x2'"):
+            EmulatedNumInt(potential_tiles="2x2", **opts).nr_rks(mol, grids, "pbe", dm)
+    with pytest.raises(SettingsError, match="potential_tiles"):
+        kerneldi.Settings(potential_tiles="8x8")
+
+
 @pytest.mark.parametrize("form", ["matrix", "orbitals"])
 @pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
 def test_async_staging_matches_pyscf_and_executes_the_cpu_pairs(xc, form):

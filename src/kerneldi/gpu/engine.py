@@ -11,6 +11,7 @@ the shells of the basis blocks it keeps (in large, sparse systems a small part o
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -95,7 +96,10 @@ class _PotentialPass:
         self.f = xp.zeros((lay.nao_pad, lay.nao_pad))
         self.counter = xp.zeros(1, dtype=np.uint64)
         xc = kd.XC_CODES[xctype]
-        if st.tiling == "warp":
+        self.group = kd.GROUPS.get(st.potential_tiles)
+        if self.group:
+            self.kpot = eng.kernels[f"kd_potential_group<{xc},{self.group}>"]
+        elif st.tiling == "warp":
             self.kpot = eng.kernels[f"kd_potential_warp<{xc}>"]
         else:
             self.kpot = eng.kernels[f"kd_potential<{xc},{d},{eng.mma}>"]
@@ -121,13 +125,23 @@ class _PotentialPass:
             self.kaow(nb, (data, np.int32(eng.ncomp), w, np.int32(eng.layout.npts_pad),
                            eng.blk_col, np.int32(b0), aow, amax))  # fmt: skip
         nseg = -(-(g1 - g0) // eng.segment_blocks)
-        self.kpot(
-            eng.ntiles * nseg,
-            (data, np.int32(eng.ncomp), aow, amax, eng.row_ptr, eng.col_idx, eng.row_blk,
-             eng.phimax, w0, wt, wmax0, wmaxt, eng.tiles, np.int32(nseg),
-             np.int32(eng.segment_blocks), np.int32(g0), np.int32(g1), np.int32(b0),
-             np.float64(st.t_d), self.f, np.int32(eng.layout.nao_pad), self.counter),
-        )  # fmt: skip
+        segments = (np.int32(nseg), np.int32(eng.segment_blocks), np.int32(g0), np.int32(g1),
+                    np.int32(b0), np.float64(st.t_d), self.f, np.int32(eng.layout.nao_pad),
+                    self.counter)  # fmt: skip
+        if self.group:
+            groups, count = eng.tile_groups(self.group)
+            self.kpot(
+                count * nseg,
+                (data, np.int32(eng.ncomp), aow, amax, eng.blkpos, np.int32(eng.layout.ngb),
+                 np.int32(eng.layout.nbb), eng.phimax, w0, wt, wmax0, wmaxt, groups,
+                 *segments),
+            )  # fmt: skip
+        else:
+            self.kpot(
+                eng.ntiles * nseg,
+                (data, np.int32(eng.ncomp), aow, amax, eng.row_ptr, eng.col_idx, eng.row_blk,
+                 eng.phimax, w0, wt, wmax0, wmaxt, eng.tiles, *segments),
+            )  # fmt: skip
         eng.timer.stop("potential", t0)
 
     def result(self):
@@ -209,7 +223,7 @@ class GPUBlockEngine:
         self.col_idx = self._i32(pat.col_idx)
         self.row_blk = self._i32(pat.row_blk)
         self.blk_col = self._i32(pat.block_cols())
-        tile_pairs = pat.tile_pairs()
+        tile_pairs = self.tile_pairs = pat.tile_pairs()
         self.ntiles = len(tile_pairs)
         self.tiles = self._i32(tile_pairs.ravel())
 
@@ -251,6 +265,23 @@ class GPUBlockEngine:
         self.settings = settings
 
     # -- operands ---------------------------------------------------------------------------
+    @functools.cached_property
+    def blkpos(self):
+        """The kept block of every (basis block, grid block) in BCS(C) order, or -1 (the
+        grouped potential kernel's lookup)."""
+        xp, lay = self.xp, self.layout
+        out = xp.full(lay.nbb * lay.ngb, -1, dtype=np.int32)
+        out[self.row_idx.astype(np.int64) * lay.ngb + self.blk_col] = xp.arange(
+            self.pattern.nblk, dtype=np.int32
+        )
+        return out
+
+    @functools.cache  # noqa: B019 (one engine per geometry; two group sizes at most)
+    def tile_groups(self, g: int):
+        """The g x g groups (P, R), P <= R, of output tiles that hold one, and their count."""
+        groups = np.unique(self.tile_pairs // g, axis=0)
+        return self._i32(groups.ravel()), len(groups)
+
     def _i32(self, a):
         return self.xp.asarray(np.ascontiguousarray(a, dtype=np.int32))
 
@@ -408,6 +439,7 @@ class GPUBlockEngine:
             "setup_seconds": self.setup_seconds,
             "mma": self.settings.mma,
             "staging": self.settings.staging,
+            "potential_tiles": self.settings.potential_tiles,
         }
         return out | pair_fractions(self.counts)
 

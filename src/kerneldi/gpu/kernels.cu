@@ -957,6 +957,192 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
   add_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
 }
 
+// kd_potential_group (d = 32, FP64 tensor cores): one thread block per G x G group of output
+// tiles (G = 2 or 4), rows p_u = G P + u by columns r_v = G R + v, P <= R, and segment of the
+// grid blocks. The grid blocks where one of the group's block pairs passes Eq. 17 are compacted
+// with the mask of the pairs that pass; a step stages the left and right d x d tiles those
+// pairs need (up to G of each: up to G^2 products from 2G tiles, where kd_potential stages two
+// tiles per product) and runs exactly those products, so the executed pairs are kd_potential's.
+// Steps are copied asynchronously into two alternating stages. The G^2 output tiles times two
+// halves of the grid points are dealt to the warps (G = 2: one tile-half each; G = 4: tiles w
+// and w + 8 over both halves), each as 4 x 4 DMMA fragments, skipped where its pair does not
+// pass; the partial tiles meet at the end. ``blkpos[p * ngb + g]`` is the kept block of (p, g)
+// in BCS(C) order or -1. Shared memory: 2 stages x 2G tiles of 32 x 36 doubles (kernels.py).
+#define KD_POTENTIAL_GROUP_PARAMS                                                               \
+  const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
+      const double *__restrict__ amax, const int *__restrict__ blkpos, const int ngb,          \
+      const int nbb, const double *__restrict__ phimax, const double *__restrict__ w0,          \
+      const double *__restrict__ wt, const double *__restrict__ wmax0,                          \
+      const double *__restrict__ wmaxt, const int *__restrict__ groups, const int nseg,        \
+      const int seg_blocks, const int g0, const int g1, const int blk0, const double t_d,       \
+      double *__restrict__ F, const int nao_pad, unsigned long long *__restrict__ counter
+
+template <int XC, int G>
+__global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 outputs per warp
+    kd_potential_group(KD_POTENTIAL_GROUP_PARAMS) {
+  using namespace nvcuda::wmma;
+  typedef Terms<XC> T;
+  static_assert(G == 2 || G == 4, "groups of 2 x 2 or 4 x 4 tiles");
+  constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE;
+  constexpr int PIECES = DD / 2;  // 16-byte copies per tile
+  constexpr int NTILE = G * G, UNITS = 2 * NTILE / NWARP, NACC = NTILE > NWARP ? 2 : 1;
+  constexpr int SPLIT = 2 * NACC / UNITS;  // warps whose partial sums make one output tile
+  KD_DYNAMIC_SMEM(smem);
+  double* sbuf = reinterpret_cast<double*>(smem);
+  __shared__ int list_g[NT];
+  __shared__ int list_b[2 * G][NT];  // kept blocks of (p_0 .. p_G-1, r_0 .. r_G-1)
+  __shared__ int list_mask[NT];      // bit G u + v: pair (p_u, r_v) passes
+  __shared__ int warp_counts[NWARP];
+  __shared__ unsigned long long pairs;
+  const int group = blockIdx.x / nseg, seg = blockIdx.x % nseg;
+  const int P = groups[2 * group], R = groups[2 * group + 1];
+  const int gs = g0 + seg * seg_blocks, ge = min(gs + seg_blocks, g1);
+  const int warp = threadIdx.x >> 5;
+  auto row = [&](int k) { return k < G ? G * P + k : G * R + k - G; };  // of tile k of a stage
+
+  fragment<accumulator, 8, 8, 4, double> acc[NACC][4][4];
+#pragma unroll
+  for (int n = 0; n < NACC; ++n)
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) fill_fragment(acc[n][a][b], 0.0);
+
+  // Eq. 17 bound of block pair (bp, br) at grid block g (a block not kept bounds by zero)
+  auto bound = [&](int bp, int br, int g) {
+    if (bp < 0 || br < 0) return 0.0;
+    if (XC == 0) return phimax[bp] * phimax[br] * wmax0[g];
+    double b = phimax[bp] * amax[br - blk0] + amax[bp - blk0] * phimax[br];
+    if (XC == 2) b += phimax[bp] * phimax[br] * wmaxt[g];
+    return b;
+  };
+  // the tiles a mask of passing pairs needs: bit k for tile k (left p_k, right r_(k - G))
+  auto needed = [](int mask) {
+    int need = 0;
+#pragma unroll
+    for (int u = 0; u < G; ++u)
+#pragma unroll
+      for (int v = 0; v < G; ++v)
+        if (mask >> (G * u + v) & 1) need |= (1 << u) | (1 << (G + v));
+    return need;
+  };
+  // the copies of step s (grid block list[s / N], term s % N) into stage ``st``
+  auto issue = [&](int s, int st) {
+    const int m = s / T::N, term = s % T::N, g = list_g[m], need = needed(list_mask[m]);
+    double* dst = sbuf + st * STAGE;
+#pragma unroll
+    for (int k = 0; k < 2 * G; ++k) {
+      if (!(need >> k & 1)) continue;
+      const int b = list_b[k][m] - blk0;
+      const T op = T::template get<D>(term, g, b, b, phi, ncs, aow, w0, wt);
+      const double* src = k < G ? op.L : op.R;
+      for (int e = threadIdx.x; e < PIECES; e += NT)
+        copy16_async(dst + k * TILE + (2 * e / D) * LD + 2 * e % D, src + 2 * e);
+    }
+    async_commit();
+  };
+  // the grid weights of step s on the right tiles' elements this thread copied
+  auto weigh = [&](int s, int st) {
+    const int m = s / T::N;
+    const T op = T::template get<D>(s % T::N, list_g[m], 0, 0, phi, ncs, aow, w0, wt);
+    if (op.w == nullptr) return;
+    const int need = needed(list_mask[m]);
+    double* dst = sbuf + st * STAGE;
+    for (int k = G; k < 2 * G; ++k) {
+      if (!(need >> k & 1)) continue;
+      for (int e = threadIdx.x; e < PIECES; e += NT) {
+        const int at = k * TILE + (2 * e / D) * LD + 2 * e % D, c = 2 * e % D;
+        dst[at] *= op.w[c];
+        dst[at + 1] *= op.w[c + 1];
+      }
+    }
+  };
+
+  if (threadIdx.x == 0) pairs = 0;
+  unsigned long long executed = 0, mine = 0;  // grid blocks run; this thread's pairs
+  for (int base = gs; base < ge; base += NT) {
+    const int g = base + threadIdx.x;
+    int b[2 * G], mask = 0;
+#pragma unroll
+    for (int k = 0; k < 2 * G; ++k)
+      b[k] = g < ge && row(k) < nbb ? blkpos[(size_t)row(k) * ngb + g] : -1;
+#pragma unroll
+    for (int u = 0; u < G; ++u)
+#pragma unroll
+      for (int v = 0; v < G; ++v)
+        if (g < ge) mask |= (bound(b[u], b[G + v], g) >= t_d) << (G * u + v);
+    // both orientations of an off-diagonal pair; a diagonal group runs (p_v, p_u) itself
+    mine += (unsigned long long)__popc(mask) * (P != R ? 2 : 1);
+    int total;
+    const int pos = compact_position(mask != 0, warp_counts, &total);
+    if (pos >= 0) {
+      list_g[pos] = g;
+      list_mask[pos] = mask;
+#pragma unroll
+      for (int k = 0; k < 2 * G; ++k) list_b[k][pos] = b[k];
+    }
+    __syncthreads();
+    const int nsteps = total * T::N;
+    if (nsteps > 0) issue(0, 0);
+    for (int s = 0; s < nsteps; ++s) {
+      const int st = s & 1;
+      if (s + 1 < nsteps) {
+        issue(s + 1, st ^ 1);  // that stage was last read a barrier ago
+        async_wait<1>();
+      } else {
+        async_wait<0>();
+      }
+      weigh(s, st);
+      __syncthreads();
+      const double* tiles = sbuf + st * STAGE;
+      const int mask = list_mask[s / T::N];
+#pragma unroll
+      for (int n = 0; n < UNITS; ++n) {
+        const int q = warp + NWARP * n, t = q % NTILE, half = q / NTILE;
+        if (mask >> t & 1)  // uniform over the warp
+          warp_product16<true>(acc[n % NACC], tiles + (t / G) * TILE + half * 16, LD,
+                               tiles + (G + t % G) * TILE + half * 16, LD);
+      }
+      __syncthreads();
+    }
+    executed += total;
+  }
+  if (mine) atomicAdd(&pairs, mine);
+  if (__syncthreads_or(executed > 0) == 0) return;
+  // the partial tiles through the stages: tile t's partial sums at t, t + NTILE, ...
+#pragma unroll
+  for (int n = 0; n < NACC; ++n) {
+    const int q = warp + NWARP * n;
+    double* part = sbuf + (q % NTILE + NTILE * (SPLIT == 2 ? q / NTILE : 0)) * DD;
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b)
+        store_matrix_sync(part + 8 * a * D + 8 * b, acc[n][a][b], D, mem_row_major);
+  }
+  __syncthreads();
+  const bool mirror = P != R;  // a diagonal group computes its lower tiles itself
+  for (int t = 0; t < NTILE; ++t) {
+    const int p = row(t / G), r = row(G + t % G);
+    if (p >= nbb || r >= nbb) continue;
+    for (int e = threadIdx.x; e < DD; e += NT) {
+      const int u = e / D, v = e % D;
+      double val = sbuf[t * DD + e];
+      if (SPLIT == 2) val += sbuf[(NTILE + t) * DD + e];
+      double* fpr = F + (size_t)(p * D + u) * nao_pad + r * D + v;
+      double* frp = F + (size_t)(r * D + v) * nao_pad + p * D + u;
+      if (nseg == 1) {  // one thread block per group: no other writer
+        *fpr += val;
+        if (mirror) *frp += val;
+      } else {
+        atomicAdd(fpr, val);
+        if (mirror) atomicAdd(frp, val);
+      }
+    }
+  }
+  if (threadIdx.x == 0) atomicAdd(counter, pairs);
+}
+
 // A_b = sum_{c<4} wv_c Phi_b,c on every kept block of the batch, and max |A_b|.
 template <int D>
 __global__ void __launch_bounds__(NT)

@@ -34,15 +34,24 @@ def resolve(settings: Settings, device) -> Settings:
     if staging == "auto":
         # Settings admits only known modes, so MMA_CODES has every resolved one
         staging = "async" if async_staging(settings.block_size, MMA_CODES[mma]) else "sync"
-    check_supported(settings.block_size, mma, settings.tiling, staging)
-    return dataclasses.replace(settings, mma=mma, staging=staging)
+    tiles = settings.potential_tiles
+    if tiles == "auto":
+        grouped = settings.tiling == "block" and group_tiles(settings.block_size, MMA_CODES[mma])
+        tiles = "2x2" if grouped else "1x1"
+    check_supported(settings.block_size, mma, settings.tiling, staging, tiles)
+    return dataclasses.replace(settings, mma=mma, staging=staging, potential_tiles=tiles)
 
 
 def check_supported(
-    block_size: int, mma: str, tiling: str = "block", staging: str = "sync"
+    block_size: int, mma: str, tiling: str = "block", staging: str = "sync", tiles: str = "1x1"
 ) -> None:
     if mma not in MMA_CODES:
         raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
+    if tiles != "1x1" and not (tiling == "block" and group_tiles(block_size, MMA_CODES[mma])):
+        raise SettingsError(
+            f"potential_tiles={tiles!r} takes tiling='block' and the FP64 tensor cores at "
+            f"block_size 32, got tiling={tiling!r}, mma={mma!r}, block_size={block_size}"
+        )
     if staging == "async" and not async_staging(block_size, MMA_CODES[mma]):
         raise SettingsError(
             f"staging='async' takes the FP64 tensor cores at block_size 32, "
@@ -84,6 +93,15 @@ def potential_smem(d: int, mma: int) -> int:
     return base + (_align(d * d * 8) if mma else 0)
 
 
+# output tiles per side of the thread block's group in kd_potential_group
+GROUPS = {"2x2": 2, "4x4": 4}
+
+
+def potential_group_smem(g: int) -> int:
+    """kd_potential_group: two stages of g left and g right tiles of 32 x 36 doubles."""
+    return 2 * 2 * g * 32 * 36 * 8
+
+
 # the warp-tiled kernels' slices, 8 warps: kd_potential_warp (left, right) half tiles of 32 x 20
 # doubles; kd_density_orb_warp a 32 x 20 and a 16 x 36 half tile
 POTENTIAL_WARP_SMEM = 8 * 2 * 32 * 20 * 8
@@ -92,6 +110,11 @@ DENSITY_WARP_SMEM = 8 * (32 * 20 + 16 * 36) * 8
 
 def async_staging(d: int, mma: int) -> bool:
     """Whether the density kernels exist with asynchronous staging for (d, mma)."""
+    return d == 32 and mma == MMA_CODES["fp64-tc"]
+
+
+def group_tiles(d: int, mma: int) -> bool:
+    """Whether kd_potential_group exists for (d, mma): FP64 tensor cores at d = 32."""
     return d == 32 and mma == MMA_CODES["fp64-tc"]
 
 
@@ -111,6 +134,8 @@ def names(d: int, mma: int) -> list[str]:
         out.append(f"kd_potential<{xc},{d},{mma}>")
         if warp_tiles(d, mma):
             out += [f"kd_density_orb_warp<{xc}>", f"kd_potential_warp<{xc}>"]
+        if group_tiles(d, mma):
+            out += [f"kd_potential_group<{xc},{g}>" for g in GROUPS.values()]
     return out
 
 
@@ -119,6 +144,8 @@ def smem_bytes(expr: str, d: int, mma: int) -> int:
     kernel = expr.split("<")[0]
     if kernel == "kd_potential_warp":
         return POTENTIAL_WARP_SMEM
+    if kernel == "kd_potential_group":
+        return potential_group_smem(int(expr.split(",")[1].rstrip(">")))
     if kernel == "kd_density_orb_warp":
         return DENSITY_WARP_SMEM
     if kernel in ("kd_density", "kd_density_orb"):
