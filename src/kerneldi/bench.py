@@ -51,6 +51,7 @@ VARIANT_RECORDS = {
     "warp": "ours_fp64-tc_warp",
     "sync": "ours_fp64-tc_sync",
     "1x1": "ours_fp64-tc_1x1",
+    "2x2": "ours_fp64-tc_2x2",
     "4x4": "ours_fp64-tc_4x4",
     "matrix-form": "ours_matrix_form",
     "unrotated": "ours_unrotated_orbitals",
@@ -368,9 +369,13 @@ def compare_sizes(
             else None,
             # the density kernels staging their operands through registers, not asynchronously
             "sync": {"mma": "fp64-tc", "staging": "sync"} if "fp64-tc" in env.modes else None,
-            # the potential one output tile per thread block, or a 4 x 4 group, not 2 x 2
-            "1x1": {"mma": "fp64-tc", "potential_tiles": "1x1"} if "fp64-tc" in env.modes else None,
-            "4x4": {"mma": "fp64-tc", "potential_tiles": "4x4"} if "fp64-tc" in env.modes else None,
+            # the potential's output tiles per thread block fixed, not chosen on the kept blocks
+            **{
+                tiles: {"mma": "fp64-tc", "potential_tiles": tiles}
+                if "fp64-tc" in env.modes
+                else None
+                for tiles in ("1x1", "2x2", "4x4")
+            },
             # the paper's R = D Phi where the orbitals ran
             "matrix-form": {"density_form": "matrix"} if orbitals else None,
             # the orbitals as the SCF gave them, not rotated into Cholesky orbitals

@@ -108,7 +108,7 @@ def sweep_table(results: dict) -> pd.DataFrame:
             row["sync_density_s"] = staged.get("phases_s", {}).get("density", np.nan)
             # records from before the 2 x 2 output tiles were the default ran "1x1"
             row["potential_tiles"] = pf.get("potential_tiles", "1x1")
-            for tiles in ("1x1", "4x4"):
+            for tiles in ("1x1", "2x2", "4x4"):
                 other = r.get(f"ours_fp64-tc_{tiles}", {})
                 row[f"ours_fp64-tc_{tiles}_s"] = other.get("median_s", np.nan)
                 row[f"tiles{tiles}_potential_s"] = other.get("phases_s", {}).get(
@@ -285,6 +285,7 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "ours_fp64-tc_sync_s",
             "potential_tiles",
             "ours_fp64-tc_1x1_s",
+            "ours_fp64-tc_2x2_s",
             "ours_fp64-tc_4x4_s",
             "best_fp64_s",
             "exc_cublas_s",
@@ -311,9 +312,9 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "density kernels of ours_fp64-tc staged their operands (async: cp.async into two "
             "buffers, the default since 2026-12-01; sync: through registers); "
             "ours_fp64-tc_sync_s: the same call with staging='sync'; potential_tiles: the "
-            "output tiles per thread block of the potential (2x2, the default since "
-            "2026-12-01, or 1x1); ours_fp64-tc_1x1_s, ours_fp64-tc_4x4_s: the same call with "
-            "potential_tiles='1x1' or '4x4'."
+            "output tiles per thread block of the potential that ran (potential_tiles='auto' "
+            "since 2026-12-01: 2x2 where at least half of the blocks are kept, else 1x1); "
+            "ours_fp64-tc_1x1_s, _2x2_s, _4x4_s: the same call with those tiles."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))
@@ -328,14 +329,13 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
                 "functional (libxc) and the host's work; warp_*: the phases with the warp-tiled "
                 "kernels (FP64 tensor cores) where measured; unrotated_density_s: the density "
                 "with the orbitals not rotated; sync_density_s: with staging='sync'; "
-                "tiles1x1_potential_s, tiles4x4_potential_s: the potential with "
-                "potential_tiles='1x1' or '4x4'."
+                "tiles*_potential_s: the potential with those output tiles per thread block."
             )
             lines.append("")
             pcols = ["section", "molecule", "natm", "nao", "phases_mode"]
             pcols += [f"{p}_s" for p in PHASES] + ["other_s", "warp_density_s", "warp_potential_s"]
             pcols += ["unrotated_density_s", "sync_density_s"]
-            pcols += ["tiles1x1_potential_s", "tiles4x4_potential_s"]
+            pcols += [f"tiles{t}_potential_s" for t in ("1x1", "2x2", "4x4")]
             pcols += ["ao_cached", "ao_cached_fraction"]
             lines.append(to_markdown(phased[pcols]))
     paper = prov.get("paper_v100", {})

@@ -348,3 +348,14 @@ def test_part_of_the_ao_blocks_stays_cached(small):
     got = part.density(dm, "GGA"), part.potential(np.ones((4, layout.npts)), "GGA")
     assert np.allclose(got[0], ref[0], rtol=0, atol=1e-14)
     assert np.allclose(got[1], ref[1], rtol=0, atol=1e-12)
+
+
+def test_auto_potential_tiles_group_where_most_blocks_are_kept():
+    from kerneldi.gpu import kernels
+
+    tc = kerneldi.Settings(mma="fp64-tc")
+    assert kernels.potential_tiles(tc, 0.81) == "2x2"
+    assert kernels.potential_tiles(tc, 0.35) == "1x1"
+    for other in (kerneldi.Settings(mma="fp64"), kerneldi.Settings(mma="fp64-tc", tiling="warp")):
+        assert kernels.potential_tiles(other, 0.81) == "1x1"
+    assert kernels.potential_tiles(kerneldi.Settings(potential_tiles="4x4"), 0.1) == "4x4"

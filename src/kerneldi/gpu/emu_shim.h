@@ -69,6 +69,7 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
 
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);

@@ -96,7 +96,7 @@ class _PotentialPass:
         self.f = xp.zeros((lay.nao_pad, lay.nao_pad))
         self.counter = xp.zeros(1, dtype=np.uint64)
         xc = kd.XC_CODES[xctype]
-        self.group = kd.GROUPS.get(st.potential_tiles)
+        self.group = kd.GROUPS.get(eng.potential_tiles)
         if self.group:
             self.kpot = eng.kernels[f"kd_potential_group<{xc},{self.group}>"]
         elif st.tiling == "warp":
@@ -133,8 +133,8 @@ class _PotentialPass:
             self.kpot(
                 count * nseg,
                 (data, np.int32(eng.ncomp), aow, amax, eng.blkpos, np.int32(eng.layout.ngb),
-                 np.int32(eng.layout.nbb), eng.phimax, w0, wt, wmax0, wmaxt, groups,
-                 *segments),
+                 np.int32(eng.layout.nbb), eng.row_ptr, eng.col_idx, eng.phimax, w0, wt,
+                 wmax0, wmaxt, groups, *segments),
             )  # fmt: skip
         else:
             self.kpot(
@@ -263,6 +263,11 @@ class GPUBlockEngine:
         self.kernels = self.device.kernels(self.layout.d, settings.mma)
         self.mma = kd.MMA_CODES[settings.mma]
         self.settings = settings
+
+    @property
+    def potential_tiles(self) -> str:
+        """The potential's output tiles per thread block ("auto" resolved on the kept blocks)."""
+        return kd.potential_tiles(self.settings, self.pattern.retained_fraction())
 
     # -- operands ---------------------------------------------------------------------------
     @functools.cached_property
@@ -439,7 +444,7 @@ class GPUBlockEngine:
             "setup_seconds": self.setup_seconds,
             "mma": self.settings.mma,
             "staging": self.settings.staging,
-            "potential_tiles": self.settings.potential_tiles,
+            "potential_tiles": self.potential_tiles,
         }
         return out | pair_fractions(self.counts)
 

@@ -967,11 +967,14 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 // halves of the grid points are dealt to the warps (G = 2: one tile-half each; G = 4: tiles w
 // and w + 8 over both halves), each as 4 x 4 DMMA fragments, skipped where its pair does not
 // pass; the partial tiles meet at the end. ``blkpos[p * ngb + g]`` is the kept block of (p, g)
-// in BCS(C) order or -1. Shared memory: 2 stages x 2G tiles of 32 x 36 doubles (kernels.py).
+// in BCS(C) order or -1; the scan covers only the grid blocks between the first and the last
+// that both the group's rows and its columns keep (BCS(R) rows are sorted). Shared memory:
+// 2 stages x 2G tiles of 32 x 36 doubles (kernels.py).
 #define KD_POTENTIAL_GROUP_PARAMS                                                               \
   const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
       const double *__restrict__ amax, const int *__restrict__ blkpos, const int ngb,          \
-      const int nbb, const double *__restrict__ phimax, const double *__restrict__ w0,          \
+      const int nbb, const int *__restrict__ row_ptr, const int *__restrict__ col_idx,          \
+      const double *__restrict__ phimax, const double *__restrict__ w0,          \
       const double *__restrict__ wt, const double *__restrict__ wmax0,                          \
       const double *__restrict__ wmaxt, const int *__restrict__ groups, const int nseg,        \
       const int seg_blocks, const int g0, const int g1, const int blk0, const double t_d,       \
@@ -996,9 +999,19 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
   __shared__ unsigned long long pairs;
   const int group = blockIdx.x / nseg, seg = blockIdx.x % nseg;
   const int P = groups[2 * group], R = groups[2 * group + 1];
-  const int gs = g0 + seg * seg_blocks, ge = min(gs + seg_blocks, g1);
   const int warp = threadIdx.x >> 5;
   auto row = [&](int k) { return k < G ? G * P + k : G * R + k - G; };  // of tile k of a stage
+  // [gs, ge): the segment within the grid blocks kept on both sides of the group
+  int first[2] = {g1, g1}, last[2] = {-1, -1};
+  for (int k = 0; k < 2 * G; ++k) {
+    const int p = row(k), side = k / G;
+    if (p < nbb && row_ptr[p] < row_ptr[p + 1]) {
+      first[side] = min(first[side], col_idx[row_ptr[p]]);
+      last[side] = max(last[side], col_idx[row_ptr[p + 1] - 1]);
+    }
+  }
+  const int gs = max(g0 + seg * seg_blocks, max(first[0], first[1]));
+  const int ge = min(min(g0 + seg * seg_blocks + seg_blocks, g1), min(last[0], last[1]) + 1);
 
   fragment<accumulator, 8, 8, 4, double> acc[NACC][4][4];
 #pragma unroll
