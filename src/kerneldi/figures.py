@@ -313,7 +313,7 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "buffers, the default since 2026-12-01; sync: through registers); "
             "ours_fp64-tc_sync_s: the same call with staging='sync'; potential_tiles: the "
             "output tiles per thread block of the potential that ran (potential_tiles='auto' "
-            "since 2026-12-01: 2x2 where at least half of the blocks are kept, else 1x1); "
+            "since 2026-12-01: 2x2 where at least 60% of the blocks are kept, else 1x1); "
             "ours_fp64-tc_1x1_s, _2x2_s, _4x4_s: the same call with those tiles."
         )
         lines.append("")

@@ -359,3 +359,18 @@ def test_auto_potential_tiles_group_where_most_blocks_are_kept():
     for other in (kerneldi.Settings(mma="fp64"), kerneldi.Settings(mma="fp64-tc", tiling="warp")):
         assert kernels.potential_tiles(other, 0.81) == "1x1"
     assert kernels.potential_tiles(kerneldi.Settings(potential_tiles="4x4"), 0.1) == "4x4"
+
+
+def test_a_grouped_engine_is_released_with_its_numint(small):
+    """Nothing outside the engine holds it after a grouped potential (its blocks are the
+    device's memory)."""
+    import gc
+    import weakref
+
+    mol, grids, dm = small
+    ni = EmulatedNumInt(mma="fp64-tc", potential_tiles="2x2")
+    ni.nr_rks(mol, grids, "lda,vwn", dm)
+    engine = weakref.ref(ni._engine)
+    del ni
+    gc.collect()
+    assert engine() is None

@@ -225,6 +225,7 @@ class GPUBlockEngine:
         self.blk_col = self._i32(pat.block_cols())
         tile_pairs = self.tile_pairs = pat.tile_pairs()
         self.ntiles = len(tile_pairs)
+        self._groups: dict[int, tuple] = {}
         self.tiles = self._i32(tile_pairs.ravel())
 
         # pass 2: keep the AO blocks on the device when they fit, else those of the first
@@ -281,11 +282,12 @@ class GPUBlockEngine:
         )
         return out
 
-    @functools.cache  # noqa: B019 (one engine per geometry; two group sizes at most)
     def tile_groups(self, g: int):
         """The g x g groups (P, R), P <= R, of output tiles that hold one, and their count."""
-        groups = np.unique(self.tile_pairs // g, axis=0)
-        return self._i32(groups.ravel()), len(groups)
+        if g not in self._groups:  # per engine: a cache on the method would keep it alive
+            groups = np.unique(self.tile_pairs // g, axis=0)
+            self._groups[g] = (self._i32(groups.ravel()), len(groups))
+        return self._groups[g]
 
     def _i32(self, a):
         return self.xp.asarray(np.ascontiguousarray(a, dtype=np.int32))

@@ -105,8 +105,9 @@ def potential_smem(d: int, mma: int) -> int:
 # output tiles per side of the thread block's group in kd_potential_group
 GROUPS = {"2x2": 2, "4x4": 4}
 # kept share of the blocks from which "auto" groups the potential's tiles (H200: 2x2 faster
-# on Taxol def2-TZVP, 81% kept; slower on the 417-atom water cluster and gly60, reports/gpu)
-GROUPED_MIN_FILL = 0.5
+# on Taxol def2-TZVP, 81% kept; slower on the 417-atom water cluster, 39%, and gly60, 12%;
+# reports/gpu/README.md)
+GROUPED_MIN_FILL = 0.6
 
 
 def potential_group_smem(g: int) -> int:
