@@ -16,6 +16,8 @@
 //                the grid blocks shared by rows p and r that pass the pair bound are compacted, and
 //                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18), then written to
 //                F_pr and mirrored to F_rp.
+//   kd_potential_group  the same products for a G x G group of output tiles per thread block
+//                (G = 2, 4; FP64 tensor cores, D = 32): each needed tile staged once per step.
 //   kd_aow       A_b = sum_c wv_c Phi_b,c for every kept block (the GGA right operand) and max|A_b|.
 //   kd_ao_norms, kd_ao_gather  block summaries and kept blocks straight from the AO evaluator's
 //                output, in one pass each (building the cache, or a batch when recomputing).
