@@ -28,9 +28,15 @@ def test_gpu_figures_from_benchmark_records(tmp_path):
         bench.Env("cpu"), "water_clusters/002", "sto-3g", 0, bench.Budget(600), True
     )
     assert rec["ours_fp64"]["vs_pyscf"]["d_exc"] <= 1e-9
+    # our screening error against the dense baseline, recorded on the first FP64 mode measured
+    assert rec["ours_fp64"]["vs_exc_openblas"]["d_exc"] <= 1e-9
+    # a run of the FP64 tensor cores alone gives Fig. 2 its error as well
+    tensor_only = json.loads(
+        json.dumps(gpu_like(rec, "gly/gly30")).replace("ours_fp64", "ours_fp64-tc")
+    )
     results = {
         "provenance": {"gpu": "test", "paper_v100": bench.PAPER_V100},
-        "sweep": [gpu_like(rec, "water_clusters/002"), gpu_like(rec, "gly/gly30")],
+        "sweep": [gpu_like(rec, "water_clusters/002"), tensor_only],
         "madft": [gpu_like(rec, "madft/ethanol"), {"molecule": "madft/c60a", "skipped": "budget"}],
     }
     for name, obj in results.items():
@@ -38,6 +44,8 @@ def test_gpu_figures_from_benchmark_records(tmp_path):
     loaded = figures.load_gpu(tmp_path)
     table = figures.sweep_table(loaded)
     assert len(table) == 3 and (table["speedup_vs_exc_cublas"] > 0).all()
+    assert table["d_exc_fp64_vs_exc_cublas"].notna().all()
+    assert table.set_index("molecule").loc["gly/gly30", "ours_fp64-tc_s"] > 0
     figures.fig4(table, tmp_path / "fig4.png", bench.PAPER_V100)
     figures.fig2(table, tmp_path / "fig2.png", bench.PAPER_V100)
     text = figures.gpu_summary(loaded, table)
