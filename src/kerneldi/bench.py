@@ -364,9 +364,7 @@ def compare_sizes(
         # the same call with one setting changed: what the option or default buys here
         variants = {
             # the warp-tiled kernels (potential, orbital density)
-            "warp": {"mma": "fp64-tc", "tiling": "warp", "potential_tiles": "1x1"}
-            if "fp64-tc" in env.modes
-            else None,
+            "warp": {"mma": "fp64-tc", "tiling": "warp"} if "fp64-tc" in env.modes else None,
             # the density kernels staging their operands through registers, not asynchronously
             "sync": {"mma": "fp64-tc", "staging": "sync"} if "fp64-tc" in env.modes else None,
             # the potential's output tiles per thread block fixed, not chosen on the kept blocks

@@ -723,6 +723,18 @@ struct Terms {
   }
 };
 
+// Eq. 17 bound of the terms of block pair (bp, br) at grid block g (kept blocks; amax indexed
+// from the batch's first block blk0)
+template <int XC>
+__device__ __forceinline__ double pair_bound(int bp, int br, int g, const double* phimax,
+                                             const double* amax, const double* wmax0,
+                                             const double* wmaxt, int blk0) {
+  if (XC == 0) return phimax[bp] * phimax[br] * wmax0[g];
+  double b = phimax[bp] * amax[br - blk0] + amax[bp - blk0] * phimax[br];
+  if (XC == 2) b += phimax[bp] * phimax[br] * wmaxt[g];
+  return b;
+}
+
 // The grid blocks of the block's segment shared by rows p and r (Eq. 15 intersection) that pass
 // Eq. 17, compacted NT at a time into (list_a, list_b), their BCS(R) entries in rows p and r;
 // ``run(total)`` executes a chunk's products. Returns the executed grid blocks (uniform).
@@ -746,14 +758,7 @@ __device__ __forceinline__ unsigned long long for_each_pair_chunk(
       k = lower_bound(col_idx, ss, se, g);
       if (k < se && col_idx[k] == g) {
         const int bp = row_blk[walk_p ? e : k], br = row_blk[walk_p ? k : e];
-        double bound;
-        if (XC == 0) {
-          bound = phimax[bp] * phimax[br] * wmax0[g];
-        } else {
-          bound = phimax[bp] * amax[br - blk0] + amax[bp - blk0] * phimax[br];
-          if (XC == 2) bound += phimax[bp] * phimax[br] * wmaxt[g];
-        }
-        flag = bound >= t_d;  // Eq. 17 on the terms of the pair
+        flag = pair_bound<XC>(bp, br, g, phimax, amax, wmax0, wmaxt, blk0) >= t_d;
       }
     }
     int total;
@@ -770,12 +775,11 @@ __device__ __forceinline__ unsigned long long for_each_pair_chunk(
   return executed;
 }
 
-// F_pr += C and F_rp += C^T for the block's output tile C (in shared memory, row pitch D), and
-// the executed pair count (both orientations).
+// F_pr += C, and F_rp += C^T with ``mirror``, for an output tile C in shared memory (row pitch
+// D); atomically when several thread blocks (nseg > 1) add to it.
 template <int D>
-__device__ __forceinline__ void add_tile(const double* sC, int p, int r, int nseg, double* F,
-                                         int nao_pad, unsigned long long executed,
-                                         unsigned long long* counter) {
+__device__ __forceinline__ void add_tile(const double* sC, int p, int r, bool mirror, int nseg,
+                                         double* F, int nao_pad) {
   for (int e = threadIdx.x; e < D * D; e += NT) {
     const int u = e / D, v = e % D;
     const double val = sC[e];
@@ -783,13 +787,21 @@ __device__ __forceinline__ void add_tile(const double* sC, int p, int r, int nse
     double* frp = F + (size_t)(r * D + v) * nao_pad + p * D + u;
     if (nseg == 1) {  // one thread block per tile: no other writer
       *fpr += val;
-      if (p != r) *frp += val;
+      if (mirror) *frp += val;
     } else {
       atomicAdd(fpr, val);
-      if (p != r) atomicAdd(frp, val);
+      if (mirror) atomicAdd(frp, val);
     }
   }
-  if (threadIdx.x == 0) atomicAdd(counter, (unsigned long long)(p == r ? executed : 2 * executed));
+}
+
+// tile (p, r)'s output and executed pair count (both orientations)
+template <int D>
+__device__ __forceinline__ void add_pair_tile(const double* sC, int p, int r, int nseg, double* F,
+                                              int nao_pad, unsigned long long executed,
+                                              unsigned long long* counter) {
+  add_tile<D>(sC, p, r, p != r, nseg, F, nao_pad);
+  if (threadIdx.x == 0) atomicAdd(counter, p == r ? executed : 2 * executed);
 }
 
 // The block's (tile, segment): a segment is seg_blocks grid blocks of the batch, so that tiles
@@ -883,7 +895,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)
   if (__syncthreads_or(executed > 0) == 0) return;
   acc.store(sC, D, scratch);
   __syncthreads();
-  add_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
+  add_pair_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
 }
 
 // kd_potential_warp (d = 32, FP64 tensor cores): the executed steps are split into halves of 16
@@ -956,7 +968,7 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 #pragma unroll
   for (int q = 0; q < D * D / NT; ++q) sC[threadIdx.x + q * NT] = sum[q];
   __syncthreads();
-  add_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
+  add_pair_tile<D>(sC, t.p, t.r, nseg, F, nao_pad, executed, counter);
 }
 
 // kd_potential_group (d = 32, FP64 tensor cores): one thread block per G x G group of output
@@ -1023,14 +1035,6 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
 #pragma unroll
       for (int b = 0; b < 4; ++b) fill_fragment(acc[n][a][b], 0.0);
 
-  // Eq. 17 bound of block pair (bp, br) at grid block g (a block not kept bounds by zero)
-  auto bound = [&](int bp, int br, int g) {
-    if (bp < 0 || br < 0) return 0.0;
-    if (XC == 0) return phimax[bp] * phimax[br] * wmax0[g];
-    double b = phimax[bp] * amax[br - blk0] + amax[bp - blk0] * phimax[br];
-    if (XC == 2) b += phimax[bp] * phimax[br] * wmaxt[g];
-    return b;
-  };
   // the tiles a mask of passing pairs needs: bit k for tile k (left p_k, right r_(k - G))
   auto needed = [](int mask) {
     int need = 0;
@@ -1085,7 +1089,9 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
     for (int u = 0; u < G; ++u)
 #pragma unroll
       for (int v = 0; v < G; ++v)
-        if (g < ge) mask |= (bound(b[u], b[G + v], g) >= t_d) << (G * u + v);
+        if (g < ge && b[u] >= 0 && b[G + v] >= 0)  // a block not kept: no pair
+          mask |= (pair_bound<XC>(b[u], b[G + v], g, phimax, amax, wmax0, wmaxt, blk0) >= t_d)
+                  << (G * u + v);
     // both orientations of an off-diagonal pair; a diagonal group runs (p_v, p_u) itself
     mine += (unsigned long long)__popc(mask) * (P != R ? 2 : 1);
     int total;
@@ -1136,24 +1142,14 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
         store_matrix_sync(part + 8 * a * D + 8 * b, acc[n][a][b], D, mem_row_major);
   }
   __syncthreads();
-  const bool mirror = P != R;  // a diagonal group computes its lower tiles itself
+  if (SPLIT == 2) {  // the halves of each tile summed into the first
+    for (int e = threadIdx.x; e < NTILE * DD; e += NT) sbuf[e] += sbuf[NTILE * DD + e];
+    __syncthreads();
+  }
   for (int t = 0; t < NTILE; ++t) {
     const int p = row(t / G), r = row(G + t % G);
-    if (p >= nbb || r >= nbb) continue;
-    for (int e = threadIdx.x; e < DD; e += NT) {
-      const int u = e / D, v = e % D;
-      double val = sbuf[t * DD + e];
-      if (SPLIT == 2) val += sbuf[(NTILE + t) * DD + e];
-      double* fpr = F + (size_t)(p * D + u) * nao_pad + r * D + v;
-      double* frp = F + (size_t)(r * D + v) * nao_pad + p * D + u;
-      if (nseg == 1) {  // one thread block per group: no other writer
-        *fpr += val;
-        if (mirror) *frp += val;
-      } else {
-        atomicAdd(fpr, val);
-        if (mirror) atomicAdd(frp, val);
-      }
-    }
+    // a diagonal group computes its lower tiles itself: no mirror there
+    if (p < nbb && r < nbb) add_tile<D>(sbuf + t * DD, p, r, P != R, nseg, F, nao_pad);
   }
   if (threadIdx.x == 0) atomicAdd(counter, pairs);
 }

@@ -33,7 +33,7 @@ def resolve(settings: Settings, device) -> Settings:
     staging = settings.staging
     if staging == "auto":
         # Settings admits only known modes, so MMA_CODES has every resolved one
-        staging = "async" if async_staging(settings.block_size, MMA_CODES[mma]) else "sync"
+        staging = "async" if tensor_core_kernels(settings.block_size, MMA_CODES[mma]) else "sync"
     # "auto" potential tiles depend on the blocks kept: the engine picks them (potential_tiles)
     check_supported(settings.block_size, mma, settings.tiling, staging, settings.potential_tiles)
     return dataclasses.replace(settings, mma=mma, staging=staging)
@@ -45,7 +45,7 @@ def potential_tiles(settings: Settings, retained_fraction: float) -> str:
     (dense operands, where staging each tile once for several products pays), else "1x1"."""
     if settings.potential_tiles != "auto":
         return settings.potential_tiles
-    grouped = settings.tiling == "block" and group_tiles(
+    grouped = settings.tiling == "block" and tensor_core_kernels(
         settings.block_size, MMA_CODES[settings.mma]
     )
     return "2x2" if grouped and retained_fraction >= GROUPED_MIN_FILL else "1x1"
@@ -56,17 +56,19 @@ def check_supported(
 ) -> None:
     if mma not in MMA_CODES:
         raise SettingsError(f"mma must be one of {tuple(MMA_CODES)}, got {mma!r}")
-    if tiles in GROUPS and not (tiling == "block" and group_tiles(block_size, MMA_CODES[mma])):
+    if tiles in GROUPS and not (
+        tiling == "block" and tensor_core_kernels(block_size, MMA_CODES[mma])
+    ):
         raise SettingsError(
             f"potential_tiles={tiles!r} takes tiling='block' and the FP64 tensor cores at "
             f"block_size 32, got tiling={tiling!r}, mma={mma!r}, block_size={block_size}"
         )
-    if staging == "async" and not async_staging(block_size, MMA_CODES[mma]):
+    if staging == "async" and not tensor_core_kernels(block_size, MMA_CODES[mma]):
         raise SettingsError(
             f"staging='async' takes the FP64 tensor cores at block_size 32, "
             f"got mma={mma!r}, block_size={block_size}"
         )
-    if tiling == "warp" and not warp_tiles(block_size, MMA_CODES[mma]):
+    if tiling == "warp" and not tensor_core_kernels(block_size, MMA_CODES[mma]):
         raise SettingsError(
             f"tiling='warp' takes the FP64 tensor cores at block_size 32, "
             f"got mma={mma!r}, block_size={block_size}"
@@ -121,33 +123,23 @@ POTENTIAL_WARP_SMEM = 8 * 2 * 32 * 20 * 8
 DENSITY_WARP_SMEM = 8 * (32 * 20 + 16 * 36) * 8
 
 
-def async_staging(d: int, mma: int) -> bool:
-    """Whether the density kernels exist with asynchronous staging for (d, mma)."""
-    return d == 32 and mma == MMA_CODES["fp64-tc"]
-
-
-def group_tiles(d: int, mma: int) -> bool:
-    """Whether kd_potential_group exists for (d, mma): FP64 tensor cores at d = 32."""
-    return d == 32 and mma == MMA_CODES["fp64-tc"]
-
-
-def warp_tiles(d: int, mma: int) -> bool:
-    """Whether kd_potential_warp exists for (d, mma): FP64 tensor cores at d = 32."""
+def tensor_core_kernels(d: int, mma: int) -> bool:
+    """Whether the kernels written for the FP64 tensor cores at d = 32 exist for (d, mma): the
+    asynchronous density staging, the warp tiles and the grouped potential."""
     return d == 32 and mma == MMA_CODES["fp64-tc"]
 
 
 def names(d: int, mma: int) -> list[str]:
     out = [f"kd_aow<{d}>", f"kd_ao_norms<{d}>", f"kd_ao_gather<{d}>"]
     for xc in XC_CODES.values():
-        for staged in (0, 1) if async_staging(d, mma) else (0,):
+        for staged in (0, 1) if tensor_core_kernels(d, mma) else (0,):
             out += [
                 f"kd_density<{xc},{d},{mma},{staged}>",
                 f"kd_density_orb<{xc},{d},{mma},{staged}>",
             ]
         out.append(f"kd_potential<{xc},{d},{mma}>")
-        if warp_tiles(d, mma):
+        if tensor_core_kernels(d, mma):
             out += [f"kd_density_orb_warp<{xc}>", f"kd_potential_warp<{xc}>"]
-        if group_tiles(d, mma):
             out += [f"kd_potential_group<{xc},{g}>" for g in GROUPS.values()]
     return out
 
