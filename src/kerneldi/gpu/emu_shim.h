@@ -27,6 +27,7 @@ struct kd_dim3 {
 
 namespace kd_emu {
 inline thread_local kd_dim3 thread_idx, block_idx;
+inline kd_dim3 grid_dim;
 inline std::barrier<>* bar = nullptr;
 inline std::barrier<>* warp_bars[8];  // one per warp of 32 threads
 alignas(256) inline unsigned char dynamic_smem[256 * 1024];
@@ -37,6 +38,7 @@ inline void sync() { bar->arrive_and_wait(); }
 
 #define threadIdx kd_emu::thread_idx
 #define blockIdx kd_emu::block_idx
+#define gridDim kd_emu::grid_dim
 
 inline void __syncthreads() { kd_emu::sync(); }
 inline void __syncwarp(unsigned = 0xffffffffu) {
@@ -155,6 +157,7 @@ template <typename... P, typename... A>
 void kd_emu_launch(void (*kernel)(P...), int grid, A... args) {
   std::barrier<> b(256);
   kd_emu::bar = &b;
+  kd_emu::grid_dim.x = grid;
   std::deque<std::barrier<>> warps;  // a deque: barriers cannot move
   for (int w = 0; w < 8; ++w) kd_emu::warp_bars[w] = &warps.emplace_back(32);
   std::vector<std::thread> threads;

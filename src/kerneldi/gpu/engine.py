@@ -25,8 +25,11 @@ from ..settings import Settings
 from . import kernels as kd
 
 BATCH_BYTES = 4 * 1024**3  # AO values of one grid batch
-# grid blocks per thread block of the potential kernel: bounds the work of one output tile
-SEGMENT_BLOCKS = 1024
+# grid blocks per thread block of the potential kernels, which run segment after segment: the
+# AO tiles of the blocks that run at one time then come from L2. On the H200 (60 MB of L2),
+# Taxol/def2-TZVP took 1.37 s at 16-32 against 1.60 s at 1024 (2x2 tiles), 1.87 s against
+# 2.07 s (1x1); fewer than 16 adds per-block overhead (reports/gpu/README.md)
+SEGMENT_BLOCKS = 32
 
 
 def _host(a) -> np.ndarray:
@@ -144,11 +147,20 @@ class _PotentialPass:
             )  # fmt: skip
         eng.timer.stop("potential", t0)
 
+    def full_matrix(self):
+        """F from the tiles the kernels wrote: a tile off the diagonal is written in one
+        orientation only (p < r), the tiles of a diagonal unit (a tile, or a group of G x G
+        tiles that its thread block computes whole) in both."""
+        xp, f = self.eng.xp, self.f
+        unit = self.eng.layout.d * (self.group or 1)
+        which = xp.arange(f.shape[0]) // unit
+        return xp.where(which[:, None] == which[None, :], f, f + f.T)
+
     def result(self):
         eng, lay = self.eng, self.eng.layout
         eng.counts["potential_pairs"] = int(_host(self.counter)[0])
         eng.counts["potential_candidates"] = lay.nbb**2 * lay.ngb
-        f = self.f[: lay.nao, : lay.nao]
+        f = self.full_matrix()[: lay.nao, : lay.nao]
         out = eng.xp.empty_like(f)
         out[eng.perm[:, None], eng.perm[None, :]] = f
         return out

@@ -14,8 +14,8 @@
 //                max|C_oq| max|Phi_qg|), then rho = sum_o |R_og|^2 (and gradient, tau).
 //   kd_potential one thread block per output tile (p, r), p <= r, and segment of the grid blocks:
 //                the grid blocks shared by rows p and r that pass the pair bound are compacted, and
-//                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18), then written to
-//                F_pr and mirrored to F_rp.
+//                F_pr += sum_g L_pg R_rg^T is accumulated over them (Eq. 18) and added to F_pr;
+//                the host adds the transpose (F_rp) once at the end.
 //   kd_potential_group  the same products for a G x G group of output tiles per thread block
 //                (G = 2, 4; FP64 tensor cores, D = 32): each needed tile staged once per step.
 //   kd_aow       A_b = sum_c wv_c Phi_b,c for every kept block (the GGA right operand) and max|A_b|.
@@ -775,22 +775,18 @@ __device__ __forceinline__ unsigned long long for_each_pair_chunk(
   return executed;
 }
 
-// F_pr += C, and F_rp += C^T with ``mirror``, for an output tile C in shared memory (row pitch
-// D); atomically when several thread blocks (nseg > 1) add to it.
+// F_pr += C for an output tile C in shared memory (row pitch D), coalesced; atomically when
+// several thread blocks (nseg > 1) add to it. Only F_pr: the host completes F from its
+// transpose (engine.py, _PotentialPass.result), which spares the strided mirrored writes.
 template <int D>
-__device__ __forceinline__ void add_tile(const double* sC, int p, int r, bool mirror, int nseg,
-                                         double* F, int nao_pad) {
+__device__ __forceinline__ void add_tile(const double* sC, int p, int r, int nseg, double* F,
+                                         int nao_pad) {
   for (int e = threadIdx.x; e < D * D; e += NT) {
-    const int u = e / D, v = e % D;
-    const double val = sC[e];
-    double* fpr = F + (size_t)(p * D + u) * nao_pad + r * D + v;
-    double* frp = F + (size_t)(r * D + v) * nao_pad + p * D + u;
+    double* fpr = F + (size_t)(p * D + e / D) * nao_pad + r * D + e % D;
     if (nseg == 1) {  // one thread block per tile: no other writer
-      *fpr += val;
-      if (mirror) *frp += val;
+      *fpr += sC[e];
     } else {
-      atomicAdd(fpr, val);
-      if (mirror) atomicAdd(frp, val);
+      atomicAdd(fpr, sC[e]);
     }
   }
 }
@@ -800,8 +796,16 @@ template <int D>
 __device__ __forceinline__ void add_pair_tile(const double* sC, int p, int r, int nseg, double* F,
                                               int nao_pad, unsigned long long executed,
                                               unsigned long long* counter) {
-  add_tile<D>(sC, p, r, p != r, nseg, F, nao_pad);
+  add_tile<D>(sC, p, r, nseg, F, nao_pad);
   if (threadIdx.x == 0) atomicAdd(counter, p == r ? executed : 2 * executed);
+}
+
+// Segment-major block order: the thread blocks that run at one time work on the same few
+// segments of grid blocks, so the AO tiles they share are read from L2, not from device memory.
+__device__ __forceinline__ void unit_and_segment(int nseg, int* unit, int* seg) {
+  const int units = gridDim.x / nseg;
+  *unit = blockIdx.x % units;
+  *seg = blockIdx.x / units;
 }
 
 // The block's (tile, segment): a segment is seg_blocks grid blocks of the batch, so that tiles
@@ -811,7 +815,8 @@ struct TileRows {
   int p, r, ps, pe, rs, re;
   __device__ __forceinline__ bool init(const int* tiles, int nseg, int seg_blocks, int g0, int g1,
                                        const int* row_ptr, const int* col_idx) {
-    const int tile = blockIdx.x / nseg, seg = blockIdx.x % nseg;
+    int tile, seg;
+    unit_and_segment(nseg, &tile, &seg);
     p = tiles[2 * tile];
     r = tiles[2 * tile + 1];
     const int gs = g0 + seg * seg_blocks, ge = min(gs + seg_blocks, g1);
@@ -977,13 +982,13 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 // with the mask of the pairs that pass; a step stages the left and right d x d tiles those
 // pairs need (up to G of each: up to G^2 products from 2G tiles, where kd_potential stages two
 // tiles per product) and runs exactly those products, so the executed pairs are kd_potential's.
-// Steps are copied asynchronously into two alternating stages. The G^2 output tiles times two
-// halves of the grid points are dealt to the warps (G = 2: one tile-half each; G = 4: tiles w
-// and w + 8 over both halves), each as 4 x 4 DMMA fragments, skipped where its pair does not
-// pass; the partial tiles meet at the end. ``blkpos[p * ngb + g]`` is the kept block of (p, g)
-// in BCS(C) order or -1; the scan covers only the grid blocks between the first and the last
-// that both the group's rows and its columns keep (BCS(R) rows are sorted). Shared memory:
-// 2 stages x 2G tiles of 32 x 36 doubles (kernels.py).
+// Steps are copied asynchronously into a ring of NSTAGE stages, NSTAGE - 1 steps ahead. The G^2 output tiles times two halves of the grid points are dealt to the warps
+// (G = 2: one tile-half each; G = 4: tiles w and w + 8 over both halves), each as 4 x 4 DMMA
+// fragments, skipped where its pair does not pass; the partial tiles meet at the end.
+// ``blkpos[p * ngb + g]`` is the kept block of (p, g) in BCS(C) order or -1; the scan covers
+// only the grid blocks between the first and the last that both the group's rows and its
+// columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE stages x 2G tiles of 32 x 36
+// doubles (kernels.py).
 #define KD_POTENTIAL_GROUP_PARAMS                                                               \
   const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
       const double *__restrict__ amax, const int *__restrict__ blkpos, const int ngb,          \
@@ -1001,6 +1006,8 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
   typedef Terms<XC> T;
   static_assert(G == 2 || G == 4, "groups of 2 x 2 or 4 x 4 tiles");
   constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE;
+  // two stages: a third would leave one thread block per SM for G = 2 (slower on the H200)
+  constexpr int NSTAGE = 2;
   constexpr int PIECES = DD / 2;  // 16-byte copies per tile
   constexpr int NTILE = G * G, UNITS = 2 * NTILE / NWARP, NACC = NTILE > NWARP ? 2 : 1;
   constexpr int SPLIT = 2 * NACC / UNITS;  // warps whose partial sums make one output tile
@@ -1011,7 +1018,8 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
   __shared__ int list_mask[NT];      // bit G u + v: pair (p_u, r_v) passes
   __shared__ int warp_counts[NWARP];
   __shared__ unsigned long long pairs;
-  const int group = blockIdx.x / nseg, seg = blockIdx.x % nseg;
+  int group, seg;
+  unit_and_segment(nseg, &group, &seg);
   const int P = groups[2 * group], R = groups[2 * group + 1];
   const int warp = threadIdx.x >> 5;
   auto row = [&](int k) { return k < G ? G * P + k : G * R + k - G; };  // of tile k of a stage
@@ -1104,15 +1112,14 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
     }
     __syncthreads();
     const int nsteps = total * T::N;
-    if (nsteps > 0) issue(0, 0);
+    // NSTAGE - 1 steps in flight ahead of the one computed; an empty group past the last step
+    // keeps the count of groups uniform, so one wait covers every step
+    for (int s = 0; s < NSTAGE - 1; ++s) s < nsteps ? issue(s, s) : async_commit();
     for (int s = 0; s < nsteps; ++s) {
-      const int st = s & 1;
-      if (s + 1 < nsteps) {
-        issue(s + 1, st ^ 1);  // that stage was last read a barrier ago
-        async_wait<1>();
-      } else {
-        async_wait<0>();
-      }
+      const int st = s % NSTAGE, ahead = s + NSTAGE - 1;
+      // that stage was last read by step s - 1, a barrier ago
+      ahead < nsteps ? issue(ahead, ahead % NSTAGE) : async_commit();
+      async_wait<NSTAGE - 1>();
       weigh(s, st);
       __syncthreads();
       const double* tiles = sbuf + st * STAGE;
@@ -1148,8 +1155,7 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
   }
   for (int t = 0; t < NTILE; ++t) {
     const int p = row(t / G), r = row(G + t % G);
-    // a diagonal group computes its lower tiles itself: no mirror there
-    if (p < nbb && r < nbb) add_tile<D>(sbuf + t * DD, p, r, P != R, nseg, F, nao_pad);
+    if (p < nbb && r < nbb) add_tile<D>(sbuf + t * DD, p, r, nseg, F, nao_pad);
   }
   if (threadIdx.x == 0) atomicAdd(counter, pairs);
 }
