@@ -47,7 +47,7 @@ def test_tier1_source_is_straight_line_with_accumulators():
 
 
 def test_tier2_layout_is_consistent():
-    plan = plan_class(QuartetClass(3, 2, 2, 1))
+    plan = plan_class(QuartetClass(2, 2, 2, 2))
     assert plan.tier is Tier.BUFFERED
     layout = tier2_layout(plan, 500)
     assert sum(len(s.statements) for s in layout.segments) == len(plan.vrr_order)

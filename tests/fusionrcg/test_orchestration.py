@@ -97,6 +97,26 @@ def test_tier_model_and_forced_tiers():
     assert big.n_accumulators == 31 * 31 and big.n_accumulators_paper == 625
 
 
+def test_tier1_above_total_6_keeps_classes_up_to_the_spill_limit():
+    model = RegisterModel()
+
+    def need(plan):
+        return max(plan.registers_phase1, plan.registers_phase2)
+
+    # up to total 6 only what fits the registers goes to Tier 1
+    tight = plan_class(QuartetClass(2, 1, 2, 1))
+    assert tight.graph.cls.total == 6 and model.register_budget < need(tight)
+    assert tight.model_tier == Tier.BUFFERED
+    # above it a spilling kernel stays in Tier 1 up to the calibrated limit ...
+    spilled = plan_class(QuartetClass(3, 3, 1, 1))
+    assert model.register_budget < need(spilled) <= model.spilled_tier1_max_registers
+    assert spilled.model_tier == Tier.REGISTER
+    # ... and (2,2|2,2), the one class of total 7-8 where Tier 2 ran faster, is beyond it
+    assert need(plan_class(QuartetClass(2, 2, 2, 2))) > model.spilled_tier1_max_registers
+    strict = RegisterModel(spilled_tier1_max_registers=model.register_budget)
+    assert plan_class(QuartetClass(3, 3, 1, 1), model=strict).model_tier == Tier.BUFFERED
+
+
 def test_flops_account_for_every_vertex():
     plan = plan_class(QuartetClass(1, 0, 0, 0))
     # [p0|00]^(0) = PA*F0 + WP*F1 for each of x, y, z: 3 flops each

@@ -1,5 +1,9 @@
 """Decomposed register-pressure model (Eqs. 5-6) and the tier it implies.
 
+Up to total 6 a class goes to Tier 1 where the model says its kernel fits the registers; above
+it, while the estimated need stays under a limit calibrated on the H200 measurements (spilling
+Tier 1 kernels there still beat the two-kernel Tier 2).
+
 Registers are 32-bit, a double takes two. Phase 1 holds the transient VRR frontier next to the
 persistent accumulator bank; Phase 2 holds its own live set, which starts as the whole bank.
 The paper's Eq. (5) counts the bank as prod(2 l_i + 1) (the spherical output); the bank that the
@@ -32,8 +36,15 @@ class RegisterModel:
     addresses and loop state. Calibrated against ptxas (sm_90, CUDA 13) on every class with
     total <= 7 compiled as Tier 1: with it, the model sends to Tier 1 exactly the classes whose
     Tier 1 kernel compiles without spills (reports/eri/build)."""
-    spill_tolerance_bytes: int = 0
-    """Spill a Tier 1 kernel may carry before Tier 2 is preferred."""
+    spill_free_max_total: int = 6
+    """Up to this total a class goes to Tier 1 only where its kernel fits the registers (the
+    acceptance asks for spill-free Tier 1 kernels there)."""
+    spilled_tier1_max_registers: int = 2300
+    """Above ``spill_free_max_total`` a class stays in Tier 1 while the estimated need is at
+    most this many registers, its spills accepted: on the H200 the spilling Tier 1 J/K kernel
+    ran faster than Tier 2 on 27 of the 28 classes of total 7-8, and the one exception,
+    (2,2|2,2), is the only one above 2300 (2402; reports/eri/gpu/tiers.csv). Larger classes
+    also take minutes to hours to compile as straight-line Tier 1 code."""
 
     def phase1_registers(self, peak_live_vrr: int, n_accumulators: int) -> int:
         return DOUBLE_REGISTERS * (peak_live_vrr + n_accumulators) + self.fixed_registers
@@ -41,10 +52,15 @@ class RegisterModel:
     def phase2_registers(self, peak_live_hrr: int) -> int:
         return DOUBLE_REGISTERS * peak_live_hrr + self.fixed_registers
 
-    def choose_tier(self, peak_live_vrr: int, n_accumulators: int, peak_live_hrr: int) -> Tier:
-        limit = self.register_budget + self.spill_tolerance_bytes // 4
+    def choose_tier(
+        self, total: int, peak_live_vrr: int, n_accumulators: int, peak_live_hrr: int
+    ) -> Tier:
         need = max(
             self.phase1_registers(peak_live_vrr, n_accumulators),
             self.phase2_registers(peak_live_hrr),
         )
+        if total <= self.spill_free_max_total:
+            limit = self.register_budget
+        else:
+            limit = self.spilled_tier1_max_registers
         return Tier.REGISTER if need <= limit else Tier.BUFFERED
