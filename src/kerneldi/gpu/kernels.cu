@@ -777,7 +777,7 @@ __device__ __forceinline__ unsigned long long for_each_pair_chunk(
 
 // F_pr += C for an output tile C in shared memory (row pitch D), coalesced; atomically when
 // several thread blocks (nseg > 1) add to it. Only F_pr: the host completes F from its
-// transpose (engine.py, _PotentialPass.result), which spares the strided mirrored writes.
+// transpose (engine.py, _PotentialPass.full_matrix), which spares strided mirrored writes.
 template <int D>
 __device__ __forceinline__ void add_tile(const double* sC, int p, int r, int nseg, double* F,
                                          int nao_pad) {
@@ -982,9 +982,10 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 // with the mask of the pairs that pass; a step stages the left and right d x d tiles those
 // pairs need (up to G of each: up to G^2 products from 2G tiles, where kd_potential stages two
 // tiles per product) and runs exactly those products, so the executed pairs are kd_potential's.
-// Steps are copied asynchronously into a ring of NSTAGE stages, NSTAGE - 1 steps ahead. The G^2 output tiles times two halves of the grid points are dealt to the warps
-// (G = 2: one tile-half each; G = 4: tiles w and w + 8 over both halves), each as 4 x 4 DMMA
-// fragments, skipped where its pair does not pass; the partial tiles meet at the end.
+// Steps are copied asynchronously into a ring of NSTAGE stages, NSTAGE - 1 steps ahead. The
+// G^2 output tiles times two halves of the grid points are dealt to the warps (G = 2: one
+// tile-half each; G = 4: tiles w and w + 8 over both halves), each as 4 x 4 DMMA fragments,
+// skipped where its pair does not pass; the partial tiles meet at the end.
 // ``blkpos[p * ngb + g]`` is the kept block of (p, g) in BCS(C) order or -1; the scan covers
 // only the grid blocks between the first and the last that both the group's rows and its
 // columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE stages x 2G tiles of 32 x 36
