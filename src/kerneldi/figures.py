@@ -86,14 +86,14 @@ def sweep_table(results: dict) -> pd.DataFrame:
                 row[f"ours_{mma}_s"] = ours.get("median_s", np.nan)
                 row[f"d_exc_{mma}_vs_gpu4pyscf"] = ours.get("vs_gpu4pyscf", {}).get("d_exc")
             row["ours_fp64_recompute_s"] = r.get("ours_fp64_recompute", {}).get("median_s")
-            # the screening error against the dense run, of the first FP64 mode measured (the
-            # FP64 tensor cores where only they ran; both do FP64 arithmetic)
-            dense = [r.get(f"ours_{m}", {}).get("vs_exc_cublas", {}) for m in ("fp64", "fp64-tc")]
+            # from the first FP64 mode measured (the FP64 tensor cores where only they ran; both
+            # do FP64 arithmetic and run the same pairs): the screening error against the dense
+            # run, the pair fractions and the density form
+            measured = [r.get(f"ours_{m}", {}) for m in ("fp64", "fp64-tc")]
+            dense = (m.get("vs_exc_cublas", {}) for m in measured)
             row["d_exc_fp64_vs_exc_cublas"] = next(
                 (e["d_exc"] for e in dense if "d_exc" in e), np.nan
             )
-            # the fractions and form of the first FP64 mode measured (both run the same pairs)
-            measured = [r.get(f"ours_{m}", {}) for m in ("fp64", "fp64-tc")]
             pf = next((m["pair_fractions"] for m in measured if "pair_fractions" in m), {})
             # records from before the orbital form ran R = D Phi
             row["density_form"] = pf.get("density_form", "matrix")

@@ -19,8 +19,7 @@ from qcbench.molecules import load
 SETS = (("water_clusters/002", "cc-pvqz"), ("water_clusters/002", "ano"))
 
 
-def quartet_records(tol: Tolerance):
-    classes = routed_to_tier1()
+def quartet_records(tol: Tolerance, classes: list):
     print(len(classes), "classes", flush=True)
     for name, basis in SETS:
         for cart in (False, True):
@@ -61,7 +60,7 @@ def jk_record() -> dict:
 
 def main() -> None:
     with open(sys.argv[1], "w") as out:
-        for rec in quartet_records(Tolerance()):
+        for rec in quartet_records(Tolerance(), routed_to_tier1()):
             out.write(json.dumps(rec, default=str) + "\n")
         jk = jk_record()
         out.write(json.dumps(jk) + "\n")
