@@ -173,6 +173,39 @@ def test_async_staging_matches_pyscf_and_executes_the_cpu_pairs(xc, form):
     assert emu["density_pair_fraction"] == cpu["density_pair_fraction"]
 
 
+D16 = ("water_clusters/004", {"mma": "fp64", "block_size": 16})
+ASYNC = ("water_clusters/007", {"mma": "fp64-tc", "staging": "async"})
+WARP = ("water_clusters/007", {"mma": "fp64-tc", "tiling": "warp"})  # its own orbital kernel
+
+
+@pytest.mark.parametrize(
+    "case, form",
+    [
+        (D16, "matrix"),
+        (D16, "orbitals"),
+        (ASYNC, "matrix"),
+        (ASYNC, "orbitals"),
+        (WARP, "orbitals"),
+    ],
+    ids=["d16-matrix", "d16-orbitals", "async-matrix", "async-orbitals", "warp-orbitals"],
+)
+def test_density_rows_split_over_thread_blocks(case, form):
+    """Several orbital (or basis) block rows per grid block, dealt to 2 and 8 thread blocks
+    that add their shares of rho: PySCF's result (M06-2X: rho, gradient, tau); one thread block
+    per grid block is the other tests' case (their single orbital block)."""
+    name, opts = case
+    mol, grids, dm = orbital_system(name, "6-31g", 0)
+    grids = subgrid(grids, 128)
+    rows = mol.nelectron // 2 // opts.get("block_size", 32) + 1
+    assert rows >= 2  # the orbital form has several rows to share
+    for groups in (2, 8):
+        options = opts | {"density_form": form, "engine_options": {"density_row_groups": groups}}
+        (n0, e0, v0), (n, e, v), emu, _ = compare(mol, grids, dm, "m062x", "rks", **options)
+        assert emu["density_form"] == form
+        assert abs(n - n0) <= 1e-9 and abs(e - e0) <= EXC_TOL
+        assert np.abs(v - v0).max() <= VXC_TOL
+
+
 def test_async_staging_needs_the_fp64_tensor_cores(small):
     from kerneldi.errors import SettingsError
 

@@ -30,6 +30,11 @@ BATCH_BYTES = 4 * 1024**3  # AO values of one grid batch
 # Taxol/def2-TZVP took 1.37 s at 16-32 against 1.60 s at 1024 (2x2 tiles), 1.87 s against
 # 2.07 s (1x1); fewer than 16 adds per-block overhead (reports/gpu/README.md)
 SEGMENT_BLOCKS = 32
+# thread blocks per grid block of the density kernels, each taking every DENSITY_ROW_GROUPS-th
+# output row (orbital block, or kept basis block): run side by side, they read the grid block's
+# AO tiles from device memory once and from L2 after, where one thread block per grid block
+# re-read them from device memory for every row (reports/gpu/README.md)
+DENSITY_ROW_GROUPS = 8
 
 
 def _host(a) -> np.ndarray:
@@ -62,9 +67,12 @@ class _DensityPass:
     """One density over the grid batches: ``run`` launches the density kernel on a batch's AO
     blocks, writing rho of its grid blocks; ``finish`` records the products executed."""
 
-    def __init__(self, eng, xctype: str, kernel, operands: tuple, thresholds: tuple, candidates):
+    def __init__(
+        self, eng, xctype: str, kernel, operands: tuple, thresholds: tuple, candidates, rows: int
+    ):
         self.eng, self.kernel, self.operands, self.thresholds = eng, kernel, operands, thresholds
         self.candidates = candidates
+        self.row_groups = max(1, min(eng.density_row_groups, rows))
         self.rho = eng.xp.zeros((NVAR[xctype], eng.layout.npts_pad))
         self.counter = eng.xp.zeros(1, dtype=np.uint64)
 
@@ -72,9 +80,10 @@ class _DensityPass:
         eng = self.eng
         t0 = eng.timer.start()
         self.kernel(
-            g1 - g0,
+            (g1 - g0) * self.row_groups,
             (data, np.int32(eng.ncomp), eng.col_ptr, eng.row_idx, eng.phimax, *self.operands,
-             np.int32(g0), np.int32(eng.col_ptr_host[g0]), *self.thresholds, self.rho,
+             np.int32(g0), np.int32(self.row_groups), np.int32(eng.col_ptr_host[g0]),
+             *self.thresholds, self.rho,
              np.int32(eng.layout.npts_pad), self.counter),
         )  # fmt: skip
         eng.timer.stop("density", t0)
@@ -180,11 +189,13 @@ class GPUBlockEngine:
         device,
         batch_bytes: int = BATCH_BYTES,
         segment_blocks: int = SEGMENT_BLOCKS,
+        density_row_groups: int = DENSITY_ROW_GROUPS,
         profile: bool = False,
     ):
         t_setup = time.perf_counter()
         settings = kd.resolve(settings, device)
         self.segment_blocks = segment_blocks
+        self.density_row_groups = density_row_groups
         xp = self.xp = device.xp
         self.device, self.mol, self.layout, self.settings = device, mol, layout, settings
         self.deriv, self.ncomp = deriv, (1 if deriv == 0 else 4)
@@ -395,13 +406,15 @@ class GPUBlockEngine:
             operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
             thresholds = (np.float64(st.t_d),)
             candidates = len(ct) * lay.nbb * lay.ngb
+            rows = len(ct)
         else:
             dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
             kernel = self.kernels[f"kd_density<{xc},{d},{self.mma},{staged}>"]
             operands = (dt, dmax, np.int32(lay.nbb))
             thresholds = (np.float64(st.t_b), np.float64(st.t_d))
             candidates = lay.nbb**2 * lay.ngb
-        return _DensityPass(self, xctype, kernel, operands, thresholds, candidates)
+            rows = lay.nbb
+        return _DensityPass(self, xctype, kernel, operands, thresholds, candidates, rows)
 
     # -- Eq. 5: F = Phi W Phi^T (+ GGA, meta-GGA terms), symmetric ----------------------------
     def potential(self, wv, xctype: str):

@@ -4,12 +4,13 @@
 // block g) stored in BCS(C) order, with the BCS(R) mirror (row_ptr, col_idx, row_blk) pointing
 // at the same data; the density matrix as dense d x d tiles with their max-norms.
 //
-//   kd_density   one thread block per grid block g: for every kept basis block p of g, the
+//   kd_density   row_groups thread blocks per grid block g (each a share of its rows, rho
+//                summed atomically when more than one): for every kept basis block p of g, the
 //                executable pairs (p, q) of g's block list are compacted with a prefix sum
 //                (Algorithm 1), R_pg = sum_q D_pq Phi_qg is formed from d x d tiles staged in
 //                shared memory, and contracted with Phi_pg into rho, grad rho and tau.
 //   kd_density_orb  the same densities from occupied orbitals (D = C C^T, occupations folded
-//                into C): one thread block per grid block g, for every block o of d orbitals
+//                into C): row_groups thread blocks per grid block g, for every block o of d orbitals
 //                R_og = sum_q C^T_oq Phi_qg over the kept blocks q of g (screened by
 //                max|C_oq| max|Phi_qg|), then rho = sum_o |R_og|^2 (and gradient, tau).
 //   kd_potential one thread block per output tile (p, r), p <= r, and segment of the grid blocks:
@@ -388,10 +389,11 @@ __device__ __forceinline__ int product_row(Tile<D, MMA>* t, int lo, int n, Flag 
   return pairs;
 }
 
-// rho[o][g d + i] = the sum of the partial sums acc[o] of the threads that own point i
+// rho[o][g d + i] = the sum of the partial sums acc[o] of the threads that own point i; added
+// atomically when several thread blocks (row groups) share grid block g
 template <int NRHO, int D>
 __device__ __forceinline__ void write_rho(const double* acc, double* red, double* rho, int g,
-                                          int npts_pad) {
+                                          int npts_pad, bool shared_block) {
   constexpr int RS = NT / D;
 #pragma unroll
   for (int o = 0; o < NRHO; ++o) red[o * NT + threadIdx.x] = acc[o];
@@ -401,9 +403,22 @@ __device__ __forceinline__ void write_rho(const double* acc, double* red, double
     for (int o = 0; o < NRHO; ++o) {
       double s = 0.0;
       for (int k = 0; k < RS; ++k) s += red[o * NT + k * D + threadIdx.x];
-      rho[(size_t)o * npts_pad + (size_t)g * D + threadIdx.x] = s;
+      double* out = rho + (size_t)o * npts_pad + (size_t)g * D + threadIdx.x;
+      if (shared_block) {
+        atomicAdd(out, s);
+      } else {
+        *out = s;
+      }
     }
   }
+}
+
+// The grid block and the row group of this thread block: the row_groups blocks of one grid
+// block are consecutive, so they run at one time and read its AO tiles once from device
+// memory, the others from L2 (one block per grid block re-read them per row from DRAM).
+__device__ __forceinline__ int density_block(int g0, int row_groups, int* group) {
+  *group = blockIdx.x % row_groups;
+  return g0 + blockIdx.x / row_groups;
 }
 
 // Shared memory of the density kernels: one buffer (two with ASYNC) of [left tile (D or C^T) |
@@ -428,13 +443,15 @@ struct DensitySmem {
         scratch(smem + END) {}
 };
 
-// The skeleton of both density kernels, one thread block per grid block g: for each of ``rows``
-// output rows, ``products(r, t, sm, list, warp_counts)`` accumulates NR tiles t and returns the
-// products executed (uniform over the block); the tiles go to shared memory, where
-// ``contract(r, e, sR, acc)`` adds element e of them to this thread's sums; then rho of g.
+// The skeleton of both density kernels, row_groups thread blocks per grid block g: for each
+// output row r = group, group + row_groups, ... below ``rows``, ``products(r, t, sm, list,
+// warp_counts)`` accumulates NR tiles t and returns the products executed (uniform over the
+// block); the tiles go to shared memory, where ``contract(r, e, sR, acc)`` adds element e of
+// them to this thread's sums; then rho of g.
 template <int NRHO, int NR, int D, int MMA, bool ASYNC, typename Products, typename Contract>
-__device__ __forceinline__ void density_rows(int g, int rows, Products products,
-                                             Contract contract, double* rho, int npts_pad) {
+__device__ __forceinline__ void density_rows(int g, int rows, int group, int row_groups,
+                                             Products products, Contract contract, double* rho,
+                                             int npts_pad) {
   constexpr int DD = D * D, RS = NT / D, PT = DD / NT;
   KD_DYNAMIC_SMEM(smem);
   const DensitySmem<NRHO, NR, D, MMA, ASYNC> sm(smem);
@@ -442,7 +459,7 @@ __device__ __forceinline__ void density_rows(int g, int rows, Products products,
   __shared__ int warp_counts[NWARP];
   const int i = threadIdx.x % D, u0 = threadIdx.x / D;
   double acc[NRHO] = {};
-  for (int r = 0; r < rows; ++r) {
+  for (int r = group; r < rows; r += row_groups) {
     Tile<D, MMA> t[NR];
 #pragma unroll
     for (int c = 0; c < NR; ++c) t[c].zero();
@@ -454,7 +471,7 @@ __device__ __forceinline__ void density_rows(int g, int rows, Products products,
     for (int m = 0; m < PT; ++m) contract(r, (u0 + m * RS) * D + i, sm.sR, acc);
     __syncthreads();
   }
-  write_rho<NRHO, D>(acc, sm.sR, rho, g, npts_pad);
+  write_rho<NRHO, D>(acc, sm.sR, rho, g, npts_pad, row_groups > 1);
 }
 
 // DMMA tiles: <= 128 registers (2 blocks per SM); the asynchronous staging's addresses need
@@ -464,12 +481,13 @@ __global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)
     kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                const int* __restrict__ row_idx, const double* __restrict__ phimax,
                const double* __restrict__ dtiles, const double* __restrict__ dmax, const int nbb,
-               const int g0, const int blk0, const double t_b, const double t_d,
-               double* __restrict__ rho, const int npts_pad,
+               const int g0, const int row_groups, const int blk0, const double t_b,
+               const double t_d, double* __restrict__ rho, const int npts_pad,
                unsigned long long* __restrict__ counter) {
   typedef Xc<XC> X;
   constexpr int DD = D * D;
-  const int g = g0 + blockIdx.x;
+  int group;
+  const int g = density_block(g0, row_groups, &group);
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
   unsigned long long executed = 0;
@@ -511,7 +529,8 @@ __global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)
       acc[4] = fma(0.5, tau, acc[4]);
     }
   };
-  density_rows<X::NRHO, X::NRIGHT, D, MMA, ASYNC>(g, n, products, contract, rho, npts_pad);
+  density_rows<X::NRHO, X::NRIGHT, D, MMA, ASYNC>(g, n, group, row_groups, products, contract,
+                                                  rho, npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
@@ -520,14 +539,15 @@ __global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)  // as kd_dens
     kd_density_orb(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                    const int* __restrict__ row_idx, const double* __restrict__ phimax,
                    const double* __restrict__ ctiles, const double* __restrict__ cmax,
-                   const int nbb, const int nob, const int g0, const int blk0, const double t_d,
-                   double* __restrict__ rho, const int npts_pad,
-                   unsigned long long* __restrict__ counter) {
+                   const int nbb, const int nob, const int g0, const int row_groups,
+                   const int blk0, const double t_d, double* __restrict__ rho,
+                   const int npts_pad, unsigned long long* __restrict__ counter) {
   typedef Xc<XC> X;
   constexpr int DD = D * D;
   // the gradient needs C^T grad Phi: no left AO factor to take it from
   constexpr int NORB = XC == 0 ? 1 : 4;
-  const int g = g0 + blockIdx.x;
+  int group;
+  const int g = density_block(g0, row_groups, &group);
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
   unsigned long long executed = 0;
@@ -560,17 +580,21 @@ __global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)  // as kd_dens
       if (XC == 2) acc[4] = fma(0.5, tau, acc[4]);
     }
   };
-  density_rows<X::NRHO, NORB, D, MMA, ASYNC>(g, nob, products, contract, rho, npts_pad);
+  density_rows<X::NRHO, NORB, D, MMA, ASYNC>(g, nob, group, row_groups, products, contract, rho,
+                                             npts_pad);
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
 // One warp: the 32 x 32 product acc += A B over an inner dimension of 16 (A: 32 x 16 row-major;
 // B: 16 x 32 row-major, or its transpose's rows with BT), as 4 x 4 DMMA fragments, so every
-// operand fragment feeds four products.
+// operand fragment feeds four products. With BT and W (8 rows at B's pitch, each row the
+// weights of the inner index), B is scaled by the weights on its way into the products: a
+// fragment of W loaded like B's holds the weights of B's elements, whatever the fragment
+// layout, so the weighing needs no pass over shared memory.
 template <bool BT>
 __device__ __forceinline__ void warp_product16(
     nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> (&acc)[4][4],
-    const double* A, int lda, const double* B, int ldb) {
+    const double* A, int lda, const double* B, int ldb, const double* W = nullptr) {
   using namespace nvcuda::wmma;
 #pragma unroll
   for (int k = 0; k < 16; k += 4) {
@@ -581,6 +605,16 @@ __device__ __forceinline__ void warp_product16(
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       load_matrix_sync(b[j], BT ? B + 8 * j * ldb + k : B + k * ldb + 8 * j, ldb);
+    if constexpr (BT) {
+      if (W != nullptr) {  // uniform over the warp
+        fragment<matrix_b, 8, 8, 4, double, col_major> w;
+        load_matrix_sync(w, W + k, ldb);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < w.num_elements; ++e) b[j].x[e] *= w.x[e];
+      }
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -589,7 +623,8 @@ __device__ __forceinline__ void warp_product16(
 }
 
 // kd_density_orb_warp (d = 32, FP64 tensor cores): the orbital-form densities with warp tiles.
-// One thread block per grid block g; warp w takes the orbital blocks o = w, w + 8, ...; for each
+// row_groups thread blocks per grid block g; in group s, warp w takes the orbital blocks
+// o = s + row_groups w, then row_groups * 8 further, ...; for each
 // component c it accumulates R_og,c = sum_q C^T_oq Phi_qg,c as 4 x 4 DMMA fragments over halves
 // of 16 basis functions staged in its own shared-memory slice, keeping R_og,0 in registers while
 // the derivative components follow. The element products (R0 R0, R0 Rk, Rk Rk) are summed over
@@ -601,8 +636,9 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
                         const int* __restrict__ col_ptr, const int* __restrict__ row_idx,
                         const double* __restrict__ phimax, const double* __restrict__ ctiles,
                         const double* __restrict__ cmax, const int nbb, const int nob,
-                        const int g0, const int blk0, const double t_d, double* __restrict__ rho,
-                        const int npts_pad, unsigned long long* __restrict__ counter) {
+                        const int g0, const int row_groups, const int blk0, const double t_d,
+                        double* __restrict__ rho, const int npts_pad,
+                        unsigned long long* __restrict__ counter) {
   using namespace nvcuda::wmma;
   typedef Xc<XC> X;
   typedef fragment<accumulator, 8, 8, 4, double> Acc;
@@ -613,7 +649,8 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   double* sA = reinterpret_cast<double*>(smem) + warp * SLICE;
   double* sB = sA + D * LDA;
-  const int g = g0 + blockIdx.x;
+  int group;
+  const int g = density_block(g0, row_groups, &group);
   const int start = col_ptr[g], n = col_ptr[g + 1] - start;
   if (n == 0) return;
   double acc[X::NRHO] = {};  // of grid point ``lane``
@@ -660,7 +697,7 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
     __syncwarp();
     return s;
   };
-  for (int o = warp; o < nob; o += NWARP) {
+  for (int o = group + row_groups * warp; o < nob; o += row_groups * NWARP) {
     Acc r0[4][4];
     product(r0, o, 0);
     acc[0] += column_dot(r0, r0);
@@ -682,7 +719,12 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
       double s = 0.0;
 #pragma unroll
       for (int w = 0; w < NWARP; ++w) s += red[v][w][threadIdx.x];
-      rho[(size_t)v * npts_pad + (size_t)g * D + threadIdx.x] = s;
+      double* out = rho + (size_t)v * npts_pad + (size_t)g * D + threadIdx.x;
+      if (row_groups > 1) {
+        atomicAdd(out, s);
+      } else {
+        *out = s;
+      }
     }
   }
   if (lane == 0) atomicAdd(counter, executed);
@@ -988,8 +1030,9 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 // skipped where its pair does not pass; the partial tiles meet at the end.
 // ``blkpos[p * ngb + g]`` is the kept block of (p, g) in BCS(C) order or -1; the scan covers
 // only the grid blocks between the first and the last that both the group's rows and its
-// columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE stages x 2G tiles of 32 x 36
-// doubles (kernels.py).
+// columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE stages x (2G tiles of 32 x 36
+// doubles and 8 rows of the step's grid weights, which the products apply to the right tiles'
+// fragments) (kernels.py).
 #define KD_POTENTIAL_GROUP_PARAMS                                                               \
   const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
       const double *__restrict__ amax, const int *__restrict__ blkpos, const int ngb,          \
@@ -1006,7 +1049,9 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
   using namespace nvcuda::wmma;
   typedef Terms<XC> T;
   static_assert(G == 2 || G == 4, "groups of 2 x 2 or 4 x 4 tiles");
-  constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE;
+  // a stage: 2G tiles, then 8 rows of the step's grid weights (warp_product16's W)
+  constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE + 8 * LD;
+  constexpr int WEIGHTS = 2 * G * TILE, WPIECES = 8 * D / 2;
   // two stages: a third would leave one thread block per SM for G = 2 (slower on the H200)
   constexpr int NSTAGE = 2;
   constexpr int PIECES = DD / 2;  // 16-byte copies per tile
@@ -1054,7 +1099,8 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
         if (mask >> (G * u + v) & 1) need |= (1 << u) | (1 << (G + v));
     return need;
   };
-  // the copies of step s (grid block list[s / N], term s % N) into stage ``st``
+  // the copies of step s (grid block list[s / N], term s % N) into stage ``st``: the tiles its
+  // passing pairs need and, for a weighted term, the weights
   auto issue = [&](int s, int st) {
     const int m = s / T::N, term = s % T::N, g = list_g[m], need = needed(list_mask[m]);
     double* dst = sbuf + st * STAGE;
@@ -1067,27 +1113,16 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
       for (int e = threadIdx.x; e < PIECES; e += NT)
         copy16_async(dst + k * TILE + (2 * e / D) * LD + 2 * e % D, src + 2 * e);
     }
+    const double* w = T::template get<D>(term, g, 0, 0, phi, ncs, aow, w0, wt).w;
+    if (w != nullptr && threadIdx.x < WPIECES) {
+      const int e = threadIdx.x;
+      copy16_async(dst + WEIGHTS + (2 * e / D) * LD + 2 * e % D, w + 2 * e % D);
+    }
     async_commit();
   };
-  // the grid weights of step s on the right tiles' elements this thread copied
-  auto weigh = [&](int s, int st) {
-    const int m = s / T::N;
-    const T op = T::template get<D>(s % T::N, list_g[m], 0, 0, phi, ncs, aow, w0, wt);
-    if (op.w == nullptr) return;
-    const int need = needed(list_mask[m]);
-    double* dst = sbuf + st * STAGE;
-    for (int k = G; k < 2 * G; ++k) {
-      if (!(need >> k & 1)) continue;
-      for (int e = threadIdx.x; e < PIECES; e += NT) {
-        const int at = k * TILE + (2 * e / D) * LD + 2 * e % D, c = 2 * e % D;
-        dst[at] *= op.w[c];
-        dst[at + 1] *= op.w[c + 1];
-      }
-    }
-  };
-
   if (threadIdx.x == 0) pairs = 0;
-  unsigned long long executed = 0, mine = 0;  // grid blocks run; this thread's pairs
+  __syncthreads();  // before the first count
+  bool ran = false;  // any grid block executed
   for (int base = gs; base < ge; base += NT) {
     const int g = base + threadIdx.x;
     int b[2 * G], mask = 0;
@@ -1102,7 +1137,7 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
           mask |= (pair_bound<XC>(b[u], b[G + v], g, phimax, amax, wmax0, wmaxt, blk0) >= t_d)
                   << (G * u + v);
     // both orientations of an off-diagonal pair; a diagonal group runs (p_v, p_u) itself
-    mine += (unsigned long long)__popc(mask) * (P != R ? 2 : 1);
+    if (mask) atomicAdd(&pairs, (unsigned long long)__popc(mask) * (P != R ? 2 : 1));
     int total;
     const int pos = compact_position(mask != 0, warp_counts, &total);
     if (pos >= 0) {
@@ -1121,23 +1156,23 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
       // that stage was last read by step s - 1, a barrier ago
       ahead < nsteps ? issue(ahead, ahead % NSTAGE) : async_commit();
       async_wait<NSTAGE - 1>();
-      weigh(s, st);
       __syncthreads();
       const double* tiles = sbuf + st * STAGE;
       const int mask = list_mask[s / T::N];
+      const bool weighted = T::template get<D>(s % T::N, 0, 0, 0, phi, ncs, aow, w0, wt).w;
 #pragma unroll
       for (int n = 0; n < UNITS; ++n) {
         const int q = warp + NWARP * n, t = q % NTILE, half = q / NTILE;
         if (mask >> t & 1)  // uniform over the warp
           warp_product16<true>(acc[n % NACC], tiles + (t / G) * TILE + half * 16, LD,
-                               tiles + (G + t % G) * TILE + half * 16, LD);
+                               tiles + (G + t % G) * TILE + half * 16, LD,
+                               weighted ? tiles + WEIGHTS + half * 16 : nullptr);
       }
       __syncthreads();
     }
-    executed += total;
+    ran |= total > 0;
   }
-  if (mine) atomicAdd(&pairs, mine);
-  if (__syncthreads_or(executed > 0) == 0) return;
+  if (__syncthreads_or(ran) == 0) return;
   // the partial tiles through the stages: tile t's partial sums at t, t + NTILE, ...
 #pragma unroll
   for (int n = 0; n < NACC; ++n) {
