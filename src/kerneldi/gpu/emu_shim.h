@@ -1,6 +1,7 @@
 // Host emulation of the CUDA features that kernels.cu uses, so that the tests can run the
 // kernels' own source on a CPU: one std::thread per CUDA thread, blocks one after another, a
-// std::barrier for __syncthreads and the warp votes, WMMA fragments held whole by every lane.
+// std::barrier for __syncthreads and the warp votes, WMMA fragments held whole by every lane, the
+// FP64 mma.sync fragments exchanged through per-warp matrices.
 #pragma once
 #include <atomic>
 #include <barrier>
@@ -79,10 +80,6 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 
 inline double atomicAdd(double* p, double v) { return std::atomic_ref<double>(*p).fetch_add(v); }
 
-struct double2 {
-  double x, y;
-};
-inline double2 make_double2(double x, double y) { return {x, y}; }
 
 #ifdef __FLT16_MANT_DIG__
 typedef _Float16 __half;
@@ -101,6 +98,27 @@ inline __half __double2half(double x) {
   return {(float)(std::nearbyint(x / quantum) * quantum)};
 }
 #endif
+
+namespace kd_emu {
+// mma.sync m16n8k8 (f64) of one warp: the lanes put their fragment elements (PTX's layout, see
+// kernels.cu) into the warp's matrices, then each computes its own accumulator elements
+inline void mma16x8x8(double (&c)[4], const double (&a)[4], const double (&b)[2]) {
+  struct Operands {
+    double A[16][8], B[8][8];
+  };
+  static Operands ops[8];
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  Operands& m = ops[threadIdx.x >> 5];
+  for (int i = 0; i < 4; ++i) m.A[g + 8 * (i % 2)][t + 4 * (i / 2)] = a[i];
+  for (int i = 0; i < 2; ++i) m.B[t + 4 * i][g] = b[i];
+  __syncwarp();
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+    for (int k = 0; k < 8; ++k) c[i] += m.A[row][k] * m.B[k][col];
+  }
+  __syncwarp();  // the matrices are rewritten by the next product
+}
+}  // namespace kd_emu
 
 namespace nvcuda {
 namespace wmma {

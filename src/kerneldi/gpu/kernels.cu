@@ -168,51 +168,85 @@ struct Tile<D, 0> {
   }
 };
 
-// FP64 tensor cores (DMMA m8n8k4): warp w owns the 16x16 quadrant w % 4 of the output over
-// the half w / 4 of the inner dimension, as 2 x 2 fragments (each operand fragment feeds two
-// products); the halves are summed at store through a 32 x 32 double scratch.
-template <bool TRANSPOSED>
-struct BLayout {
-  typedef nvcuda::wmma::row_major type;
-};
-template <>
-struct BLayout<true> {
-  typedef nvcuda::wmma::col_major type;
-};
+// ---- FP64 tensor cores: mma.sync m16n8k8 (sm_90), twice the rate of the m8n8k4 shape that
+// the WMMA API issues for doubles (66 against 33 TFLOP/s on the H200, reports/gpu/README.md).
+// The fragments' lanes are PTX's: with g = lane / 4 and t = lane % 4, a 16 x 8 A holds
+// a[i] = A(g + 8 (i % 2), t + 4 (i / 2)), an 8 x 8 B b[i] = B(t + 4 i, g) and the 16 x 8
+// accumulator c[i] = C(g + 8 (i / 2), 2 t + i % 2). Row pitches of D + 4 doubles (or 20) put
+// each half-warp's loads on distinct banks.
 
+__device__ __forceinline__ void mma16x8x8(double (&c)[4], const double (&a)[4],
+                                          const double (&b)[2]) {
+#if defined(KD_HOST_EMULATION)
+  kd_emu::mma16x8x8(c, a, b);
+#elif __CUDA_ARCH__ >= 900
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+  // compute capability 8.x: four m8n8k4, whose fragments are the quarters of these (rows g and
+  // g + 8, inner indices t and t + 4)
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+                 : "+d"(c[2 * (i / 2)]), "+d"(c[2 * (i / 2) + 1])
+                 : "d"(a[(i / 2) + 2 * (i % 2)]), "d"(b[i % 2]));
+#endif
+}
+
+// a's 16 x 8 block at A (row-major, pitch lda)
+__device__ __forceinline__ void load_a(double (&a)[4], const double* A, int lda) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = A[(g + 8 * (i % 2)) * lda + t + 4 * (i / 2)];
+}
+
+// b's 8 x 8 block: B(k, n) = B[k * ldb + n], or B[n * ldb + k] with BT (the rows of B^T)
+template <bool BT>
+__device__ __forceinline__ void load_b(double (&b)[2], const double* B, int ldb) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) b[i] = BT ? B[g * ldb + t + 4 * i] : B[(t + 4 * i) * ldb + g];
+}
+
+// the 16 x 8 accumulator c to C (pitch ldc)
+__device__ __forceinline__ void store_c(double* C, int ldc, const double (&c)[4]) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) C[(g + 8 * (i / 2)) * ldc + 2 * t + i % 2] = c[i];
+}
+
+// FP64 tensor cores: warp w owns the 16x16 quadrant w % 4 of the output over the half w / 4 of
+// the inner dimension, as two 16 x 8 accumulators; the halves are summed at store through a
+// 32 x 32 double scratch.
 template <>
 struct Tile<32, 1> {
-  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> c[2][2];
+  double c[2][4];
   static __device__ __forceinline__ int row0() { return 16 * (((threadIdx.x >> 5) & 3) >> 1); }
   static __device__ __forceinline__ int col0() { return 16 * ((threadIdx.x >> 5) & 1); }
   static __device__ __forceinline__ int k0() { return 16 * (threadIdx.x >> 7); }
   __device__ __forceinline__ void zero() {
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) nvcuda::wmma::fill_fragment(c[i][j], 0.0);
+      for (int i = 0; i < 4; ++i) c[j][i] = 0.0;
   }
   template <bool BT>
   __device__ __forceinline__ void product(const double* A, int lda, const double* B, int ldb) {
-    using namespace nvcuda::wmma;
-    typedef typename BLayout<BT>::type LayoutB;
     const int r0 = row0(), c0 = col0(), kb = k0();
 #pragma unroll
-    for (int k = kb; k < kb + 16; k += 4) {
-      fragment<matrix_a, 8, 8, 4, double, row_major> a[2];
-      fragment<matrix_b, 8, 8, 4, double, LayoutB> b[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) load_matrix_sync(a[i], A + (r0 + 8 * i) * lda + k, lda);
+    for (int k = kb; k < kb + 16; k += 8) {
+      double a[4], b[2][2];
+      load_a(a, A + r0 * lda + k, lda);
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int n = c0 + 8 * j;
-        // B^T (nt) is read as a column-major K x N operand straight from B's rows
-        load_matrix_sync(b[j], BT ? B + n * ldb + k : B + k * ldb + n, ldb);
+        load_b<BT>(b[j], BT ? B + n * ldb + k : B + k * ldb + n, ldb);
       }
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) mma_sync(c[i][j], a[i], b[j], c[i][j]);
+      for (int j = 0; j < 2; ++j) mma16x8x8(c[j], a, b[j]);
     }
   }
   __device__ __forceinline__ void nn(const double* A, int lda, const double* B, int ldb) {
@@ -228,11 +262,7 @@ struct Tile<32, 1> {
     double* dst = upper ? S : C;
     const int ld = upper ? 32 : ldc, r0 = row0(), c0 = col0();
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-        nvcuda::wmma::store_matrix_sync(dst + (r0 + 8 * i) * ld + c0 + 8 * j, c[i][j], ld,
-                                        nvcuda::wmma::mem_row_major);
+    for (int j = 0; j < 2; ++j) store_c(dst + r0 * ld + c0 + 8 * j, ld, c[j]);
     __syncthreads();
     for (int e = threadIdx.x; e < 1024; e += NT) C[(e / 32) * ldc + e % 32] += S[e];
     __syncthreads();  // the scratch is reused by the next store
@@ -280,8 +310,8 @@ template <int D, int MMA>
 struct Smem {
   typedef typename Elem<MMA>::type E;
   // row pitch of the nt operands: padded for the CUDA-core product (B is read down its
-  // columns) and for the FP64 tensor cores, whose fragments (8 rows of 4 doubles, 4 rows of 8)
-  // hit every shared-memory bank equally at a pitch of D + 4 doubles (D = 32); the nn
+  // columns) and for the FP64 tensor cores, whose fragments (8 rows of 4 doubles per
+  // half-warp) hit every shared-memory bank once at a pitch of D + 4 doubles (D = 32); the nn
   // operands (kd_density) are read along rows by the CUDA cores and need no padding
   static constexpr int LDS = MMA == 0 ? D + 1 : (MMA == 1 ? D + 4 : D);
   static constexpr int LDN = MMA == 1 ? D + 4 : D;
@@ -585,47 +615,62 @@ __global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)  // as kd_dens
   if (threadIdx.x == 0) atomicAdd(counter, executed);
 }
 
+// One warp's 32 x 32 accumulator: 2 x 4 blocks of 16 x 8
+typedef double WarpAcc[2][4][4];
+
+__device__ __forceinline__ void zero_acc(WarpAcc& acc) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[r][c][i] = 0.0;
+}
+
+__device__ __forceinline__ void store_acc(double* C, int ldc, const WarpAcc& acc) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) store_c(C + 16 * r * ldc + 8 * c, ldc, acc[r][c]);
+}
+
 // One warp: the 32 x 32 product acc += A B over an inner dimension of 16 (A: 32 x 16 row-major;
-// B: 16 x 32 row-major, or its transpose's rows with BT), as 4 x 4 DMMA fragments, so every
-// operand fragment feeds four products. With BT and W (8 rows at B's pitch, each row the
-// weights of the inner index), B is scaled by the weights on its way into the products: a
-// fragment of W loaded like B's holds the weights of B's elements, whatever the fragment
-// layout, so the weighing needs no pass over shared memory.
+// B: 16 x 32 row-major, or its transpose's rows with BT), as 2 x 4 MMA blocks, so every operand
+// fragment feeds two or four products. With W (BT), B's rows k are scaled by the weights W[k]
+// on their way into the products, so the weighing needs no pass over shared memory.
 template <bool BT>
-__device__ __forceinline__ void warp_product16(
-    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 8, 8, 4, double> (&acc)[4][4],
-    const double* A, int lda, const double* B, int ldb, const double* W = nullptr) {
-  using namespace nvcuda::wmma;
+__device__ __forceinline__ void warp_product16(WarpAcc& acc, const double* A, int lda,
+                                               const double* B, int ldb,
+                                               const double* W = nullptr) {
+  const int t = threadIdx.x & 3;
+  // one step of 8 at a time: the accumulators take half of the 128 registers that two thread
+  // blocks per SM leave
+#pragma unroll 1
+  for (int k = 0; k < 16; k += 8) {
+    double a[2][4], b[4][2];
 #pragma unroll
-  for (int k = 0; k < 16; k += 4) {
-    fragment<matrix_a, 8, 8, 4, double, row_major> a[4];
-    fragment<matrix_b, 8, 8, 4, double, typename BLayout<BT>::type> b[4];
+    for (int c = 0; c < 4; ++c) load_b<BT>(b[c], BT ? B + 8 * c * ldb + k : B + k * ldb + 8 * c, ldb);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) load_matrix_sync(a[i], A + 8 * i * lda + k, lda);
+    for (int r = 0; r < 2; ++r) load_a(a[r], A + 16 * r * lda + k, lda);
+    if (BT && W != nullptr) {  // uniform over the warp
+      const double w0 = W[k + t], w1 = W[k + t + 4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      load_matrix_sync(b[j], BT ? B + 8 * j * ldb + k : B + k * ldb + 8 * j, ldb);
-    if constexpr (BT) {
-      if (W != nullptr) {  // uniform over the warp
-        fragment<matrix_b, 8, 8, 4, double, col_major> w;
-        load_matrix_sync(w, W + k, ldb);
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int e = 0; e < w.num_elements; ++e) b[j].x[e] *= w.x[e];
+      for (int c = 0; c < 4; ++c) {
+        b[c][0] *= w0;
+        b[c][1] *= w1;
       }
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int r = 0; r < 2; ++r)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+      for (int c = 0; c < 4; ++c) mma16x8x8(acc[r][c], a[r], b[c]);
   }
 }
 
 // kd_density_orb_warp (d = 32, FP64 tensor cores): the orbital-form densities with warp tiles.
 // row_groups thread blocks per grid block g; in group s, warp w takes the orbital blocks
 // o = s + row_groups w, then row_groups * 8 further, ...; for each
-// component c it accumulates R_og,c = sum_q C^T_oq Phi_qg,c as 4 x 4 DMMA fragments over halves
+// component c it accumulates R_og,c = sum_q C^T_oq Phi_qg,c as 2 x 4 MMA blocks over halves
 // of 16 basis functions staged in its own shared-memory slice, keeping R_og,0 in registers while
 // the derivative components follow. The element products (R0 R0, R0 Rk, Rk Rk) are summed over
 // the 32 orbitals through the slice, lane i owning grid point i; the warps' sums meet at the end.
@@ -639,9 +684,7 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
                         const int g0, const int row_groups, const int blk0, const double t_d,
                         double* __restrict__ rho, const int npts_pad,
                         unsigned long long* __restrict__ counter) {
-  using namespace nvcuda::wmma;
   typedef Xc<XC> X;
-  typedef fragment<accumulator, 8, 8, 4, double> Acc;
   constexpr int D = 32, DD = D * D, H = 16, LDA = H + 4, LDB = D + 4;
   constexpr int SLICE = D * LDA + H * LDB;  // also holds one 32 x 32 product tile
   KD_DYNAMIC_SMEM(smem);
@@ -657,11 +700,8 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
   unsigned long long executed = 0;
 
   // r = R_og,c = sum over the kept blocks q of g that pass the screening of C^T_oq Phi_qg,c
-  auto product = [&](Acc (&r)[4][4], int o, int c) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) fill_fragment(r[i][j], 0.0);
+  auto product = [&](WarpAcc& r, int o, int c) {
+    zero_acc(r);
     for (int b = 0; b < n; ++b) {
       const int q = row_idx[start + b];
       if (cmax[o * nbb + q] * phimax[start + b] < t_d) continue;  // uniform over the warp
@@ -680,16 +720,15 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
     }
   };
   // sum over the orbitals (rows) of x * y at grid point ``lane`` (column), through the slice
-  auto column_dot = [&](const Acc (&x)[4][4], const Acc (&y)[4][4]) {
+  auto column_dot = [&](const WarpAcc& x, const WarpAcc& y) {
+    WarpAcc t;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int r = 0; r < 2; ++r)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        Acc t;
+      for (int c = 0; c < 4; ++c)
 #pragma unroll
-        for (int e = 0; e < t.num_elements; ++e) t.x[e] = x[i][j].x[e] * y[i][j].x[e];
-        store_matrix_sync(sA + 8 * i * D + 8 * j, t, D, mem_row_major);
-      }
+        for (int i = 0; i < 4; ++i) t[r][c][i] = x[r][c][i] * y[r][c][i];
+    store_acc(sA, D, t);
     __syncwarp();
     double s = 0.0;
 #pragma unroll 8
@@ -698,12 +737,12 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
     return s;
   };
   for (int o = group + row_groups * warp; o < nob; o += row_groups * NWARP) {
-    Acc r0[4][4];
+    WarpAcc r0;
     product(r0, o, 0);
     acc[0] += column_dot(r0, r0);
     if (XC != 0) {
       for (int k = 1; k < 4; ++k) {
-        Acc rk[4][4];
+        WarpAcc rk;
         product(rk, o, k);
         acc[k] += 2.0 * column_dot(r0, rk);
         if (XC == 2) acc[4] += 0.5 * column_dot(rk, rk);
@@ -948,12 +987,11 @@ __global__ void __launch_bounds__(NT, MMA == 1 || (MMA == 0 && D <= 32) ? 2 : 1)
 // kd_potential_warp (d = 32, FP64 tensor cores): the executed steps are split into halves of 16
 // grid points and dealt to the warps round robin; each warp stages its half tiles (32 x 16, left
 // and right, rows padded to 20 doubles) in its own shared-memory slice and accumulates the whole
-// 32 x 32 output as 4 x 4 DMMA fragments, so every fragment feeds four products and the warps
+// 32 x 32 output as 2 x 4 MMA blocks, so every fragment feeds two or four products and the warps
 // run without block barriers between steps. The eight partial tiles are summed at the end.
 // Shared memory: 8 x (left, right) slices, reused for the partial tiles (gpu/kernels.py).
 template <int XC>
 __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) {
-  using namespace nvcuda::wmma;
   typedef Terms<XC> T;
   constexpr int D = 32, H = 16, LDH = H + 4, HALF = D * LDH;
   KD_DYNAMIC_SMEM(smem);
@@ -966,11 +1004,8 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
   TileRows t;
   if (!t.init(tiles, nseg, seg_blocks, g0, g1, row_ptr, col_idx)) return;
 
-  fragment<accumulator, 8, 8, 4, double> acc[4][4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) fill_fragment(acc[i][j], 0.0);
+  WarpAcc acc;
+  zero_acc(acc);
   auto run = [&](int total) {
     for (int s = warp; s < total * T::N * 2; s += NWARP) {
       const int m = s / (2 * T::N), h = s % 2;
@@ -995,12 +1030,7 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
                               wmaxt, blk0, t_d, list_a, list_b, warp_counts, run);
   if (__syncthreads_or(executed > 0) == 0) return;
   // partial tiles to the slices (8 x 32 x 32 doubles fit in the 8 x 2 x 32 x 20), then summed
-  double* part = reinterpret_cast<double*>(smem) + warp * D * D;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      store_matrix_sync(part + 8 * i * D + 8 * j, acc[i][j], D, mem_row_major);
+  store_acc(reinterpret_cast<double*>(smem) + warp * D * D, D, acc);
   __syncthreads();
   double* sC = reinterpret_cast<double*>(smem);
   double sum[D * D / NT];
@@ -1026,13 +1056,13 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 // tiles per product) and runs exactly those products, so the executed pairs are kd_potential's.
 // Steps are copied asynchronously into a ring of NSTAGE stages, NSTAGE - 1 steps ahead. The
 // G^2 output tiles times two halves of the grid points are dealt to the warps (G = 2: one
-// tile-half each; G = 4: tiles w and w + 8 over both halves), each as 4 x 4 DMMA fragments,
+// tile-half each; G = 4: tiles w and w + 8 over both halves), each as 2 x 4 MMA blocks,
 // skipped where its pair does not pass; the partial tiles meet at the end.
 // ``blkpos[p * ngb + g]`` is the kept block of (p, g) in BCS(C) order or -1; the scan covers
 // only the grid blocks between the first and the last that both the group's rows and its
 // columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE stages x (2G tiles of 32 x 36
-// doubles and 8 rows of the step's grid weights, which the products apply to the right tiles'
-// fragments) (kernels.py).
+// doubles and a row of 36 for the step's grid weights, which the products apply to the right
+// tiles' fragments) (kernels.py).
 #define KD_POTENTIAL_GROUP_PARAMS                                                               \
   const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
       const double *__restrict__ amax, const int *__restrict__ blkpos, const int ngb,          \
@@ -1046,12 +1076,11 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 template <int XC, int G>
 __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 outputs per warp
     kd_potential_group(KD_POTENTIAL_GROUP_PARAMS) {
-  using namespace nvcuda::wmma;
   typedef Terms<XC> T;
   static_assert(G == 2 || G == 4, "groups of 2 x 2 or 4 x 4 tiles");
-  // a stage: 2G tiles, then 8 rows of the step's grid weights (warp_product16's W)
-  constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE + 8 * LD;
-  constexpr int WEIGHTS = 2 * G * TILE, WPIECES = 8 * D / 2;
+  // a stage: 2G tiles, then the step's grid weights (warp_product16's W)
+  constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE + LD;
+  constexpr int WEIGHTS = 2 * G * TILE, WPIECES = D / 2;
   // two stages: a third would leave one thread block per SM for G = 2 (slower on the H200)
   constexpr int NSTAGE = 2;
   constexpr int PIECES = DD / 2;  // 16-byte copies per tile
@@ -1081,13 +1110,9 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
   const int gs = max(g0 + seg * seg_blocks, max(first[0], first[1]));
   const int ge = min(min(g0 + seg * seg_blocks + seg_blocks, g1), min(last[0], last[1]) + 1);
 
-  fragment<accumulator, 8, 8, 4, double> acc[NACC][4][4];
+  WarpAcc acc[NACC];
 #pragma unroll
-  for (int n = 0; n < NACC; ++n)
-#pragma unroll
-    for (int a = 0; a < 4; ++a)
-#pragma unroll
-      for (int b = 0; b < 4; ++b) fill_fragment(acc[n][a][b], 0.0);
+  for (int n = 0; n < NACC; ++n) zero_acc(acc[n]);
 
   // the tiles a mask of passing pairs needs: bit k for tile k (left p_k, right r_(k - G))
   auto needed = [](int mask) {
@@ -1116,7 +1141,7 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
     const double* w = T::template get<D>(term, g, 0, 0, phi, ncs, aow, w0, wt).w;
     if (w != nullptr && threadIdx.x < WPIECES) {
       const int e = threadIdx.x;
-      copy16_async(dst + WEIGHTS + (2 * e / D) * LD + 2 * e % D, w + 2 * e % D);
+      copy16_async(dst + WEIGHTS + 2 * e, w + 2 * e);
     }
     async_commit();
   };
@@ -1177,12 +1202,7 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
 #pragma unroll
   for (int n = 0; n < NACC; ++n) {
     const int q = warp + NWARP * n;
-    double* part = sbuf + (q % NTILE + NTILE * (SPLIT == 2 ? q / NTILE : 0)) * DD;
-#pragma unroll
-    for (int a = 0; a < 4; ++a)
-#pragma unroll
-      for (int b = 0; b < 4; ++b)
-        store_matrix_sync(part + 8 * a * D + 8 * b, acc[n][a][b], D, mem_row_major);
+    store_acc(sbuf + (q % NTILE + NTILE * (SPLIT == 2 ? q / NTILE : 0)) * DD, D, acc[n]);
   }
   __syncthreads();
   if (SPLIT == 2) {  // the halves of each tile summed into the first
