@@ -196,19 +196,33 @@ __device__ __forceinline__ void mma16x8x8(double (&c)[4], const double (&a)[4],
 #endif
 }
 
-// a's 16 x 8 block at A (row-major, pitch lda)
-__device__ __forceinline__ void load_a(double (&a)[4], const double* A, int lda) {
-  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) a[i] = A[(g + 8 * (i % 2)) * lda + t + 4 * (i / 2)];
+// Where element (row, col) of a tile with row pitch ld lies. SW: pitch 32 with the columns'
+// 4-blocks XOR-ed by the row (mod 4), which keeps 16-byte pieces whole and puts each half-warp's
+// fragment loads on distinct banks without padding.
+template <bool SW>
+__device__ __forceinline__ int tile_at(int row, int col, int ld) {
+  return row * ld + (SW ? col ^ ((row & 3) << 2) : col);
 }
 
-// b's 8 x 8 block: B(k, n) = B[k * ldb + n], or B[n * ldb + k] with BT (the rows of B^T)
-template <bool BT>
-__device__ __forceinline__ void load_b(double (&b)[2], const double* B, int ldb) {
+// a's 16 x 8 block at (row0, col0) of A (row-major, pitch lda)
+template <bool SW = false>
+__device__ __forceinline__ void load_a(double (&a)[4], const double* A, int lda, int row0,
+                                       int col0) {
   const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) b[i] = BT ? B[g * ldb + t + 4 * i] : B[(t + 4 * i) * ldb + g];
+  for (int i = 0; i < 4; ++i)
+    a[i] = A[tile_at<SW>(row0 + g + 8 * (i % 2), col0 + t + 4 * (i / 2), lda)];
+}
+
+// b's 8 x 8 block at inner index k0, column n0: B(k, n) = B[k * ldb + n], or B[n * ldb + k]
+// with BT (the rows of B^T)
+template <bool BT, bool SW = false>
+__device__ __forceinline__ void load_b(double (&b)[2], const double* B, int ldb, int k0, int n0) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    b[i] = BT ? B[tile_at<SW>(n0 + g, k0 + t + 4 * i, ldb)]
+              : B[tile_at<SW>(k0 + t + 4 * i, n0 + g, ldb)];
 }
 
 // the 16 x 8 accumulator c to C (pitch ldc)
@@ -239,12 +253,9 @@ struct Tile<32, 1> {
 #pragma unroll
     for (int k = kb; k < kb + 16; k += 8) {
       double a[4], b[2][2];
-      load_a(a, A + r0 * lda + k, lda);
+      load_a(a, A, lda, r0, k);
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int n = c0 + 8 * j;
-        load_b<BT>(b[j], BT ? B + n * ldb + k : B + k * ldb + n, ldb);
-      }
+      for (int j = 0; j < 2; ++j) load_b<BT>(b[j], B, ldb, k, c0 + 8 * j);
 #pragma unroll
       for (int j = 0; j < 2; ++j) mma16x8x8(c[j], a, b[j]);
     }
@@ -634,24 +645,25 @@ __device__ __forceinline__ void store_acc(double* C, int ldc, const WarpAcc& acc
     for (int c = 0; c < 4; ++c) store_c(C + 16 * r * ldc + 8 * c, ldc, acc[r][c]);
 }
 
-// One warp: the 32 x 32 product acc += A B over an inner dimension of 16 (A: 32 x 16 row-major;
-// B: 16 x 32 row-major, or its transpose's rows with BT), as 2 x 4 MMA blocks, so every operand
-// fragment feeds two or four products. With W (BT), B's rows k are scaled by the weights W[k]
-// on their way into the products, so the weighing needs no pass over shared memory.
-template <bool BT>
+// One warp: the 32 x 32 product acc += A B over the inner indices [k0, k0 + 16) (A: 32 rows,
+// row-major; B: row-major with 32 columns, or its transpose's 32 rows with BT), as 2 x 4 MMA
+// blocks, so every operand fragment feeds two or four products. With W (BT), B's rows k are
+// scaled by the weights W[k] on their way into the products, so the weighing needs no pass over
+// shared memory. SW: swizzled tiles (tile_at).
+template <bool BT, bool SW = false>
 __device__ __forceinline__ void warp_product16(WarpAcc& acc, const double* A, int lda,
-                                               const double* B, int ldb,
+                                               const double* B, int ldb, int k0,
                                                const double* W = nullptr) {
   const int t = threadIdx.x & 3;
   // one step of 8 at a time: the accumulators take half of the 128 registers that two thread
   // blocks per SM leave
 #pragma unroll 1
-  for (int k = 0; k < 16; k += 8) {
+  for (int k = k0; k < k0 + 16; k += 8) {
     double a[2][4], b[4][2];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) load_b<BT>(b[c], BT ? B + 8 * c * ldb + k : B + k * ldb + 8 * c, ldb);
+    for (int c = 0; c < 4; ++c) load_b<BT, SW>(b[c], B, ldb, k, 8 * c);
 #pragma unroll
-    for (int r = 0; r < 2; ++r) load_a(a[r], A + 16 * r * lda + k, lda);
+    for (int r = 0; r < 2; ++r) load_a<SW>(a[r], A, lda, 16 * r, k);
     if (BT && W != nullptr) {  // uniform over the warp
       const double w0 = W[k + t], w1 = W[k + t + 4];
 #pragma unroll
@@ -714,7 +726,7 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
         for (int e = lane; e < H * D; e += 32)
           sB[(e / D) * LDB + e % D] = ph[(h + e / D) * D + e % D];
         __syncwarp();
-        warp_product16<false>(r, sA, LDA, sB, LDB);
+        warp_product16<false>(r, sA, LDA, sB, LDB, 0);
         __syncwarp();  // the slice is restaged next
       }
     }
@@ -1021,7 +1033,7 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
         sR[row * LDH + c] = w * op.R[row * D + pt];
       }
       __syncwarp();
-      warp_product16<true>(acc, sL, LDH, sR, LDH);
+      warp_product16<true>(acc, sL, LDH, sR, LDH, 0);
       __syncwarp();  // the slice is restaged by this warp's next step
     }
   };
@@ -1060,8 +1072,8 @@ __global__ void __launch_bounds__(NT, 2) kd_potential_warp(KD_POTENTIAL_PARAMS) 
 // skipped where its pair does not pass; the partial tiles meet at the end.
 // ``blkpos[p * ngb + g]`` is the kept block of (p, g) in BCS(C) order or -1; the scan covers
 // only the grid blocks between the first and the last that both the group's rows and its
-// columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE stages x (2G tiles of 32 x 36
-// doubles and a row of 36 for the step's grid weights, which the products apply to the right
+// columns keep (BCS(R) rows are sorted). Shared memory: NSTAGE = 3 stages x (2G swizzled tiles
+// of 32 x 32 doubles and the step's 32 grid weights, which the products apply to the right
 // tiles' fragments) (kernels.py).
 #define KD_POTENTIAL_GROUP_PARAMS                                                               \
   const double *__restrict__ phi, const int ncs, const double *__restrict__ aow,                \
@@ -1078,11 +1090,12 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
     kd_potential_group(KD_POTENTIAL_GROUP_PARAMS) {
   typedef Terms<XC> T;
   static_assert(G == 2 || G == 4, "groups of 2 x 2 or 4 x 4 tiles");
-  // a stage: 2G tiles, then the step's grid weights (warp_product16's W)
-  constexpr int D = 32, DD = D * D, LD = D + 4, TILE = D * LD, STAGE = 2 * G * TILE + LD;
+  // a stage: 2G swizzled tiles, then the step's grid weights (warp_product16's W); three
+  // stages, so that a stage is refilled two steps after it was read and one barrier per step
+  // suffices, and two thread blocks per SM still fit for G = 2
+  constexpr int D = 32, DD = D * D, TILE = DD, STAGE = 2 * G * TILE + D;
   constexpr int WEIGHTS = 2 * G * TILE, WPIECES = D / 2;
-  // two stages: a third would leave one thread block per SM for G = 2 (slower on the H200)
-  constexpr int NSTAGE = 2;
+  constexpr int NSTAGE = 3;
   constexpr int PIECES = DD / 2;  // 16-byte copies per tile
   constexpr int NTILE = G * G, UNITS = 2 * NTILE / NWARP, NACC = NTILE > NWARP ? 2 : 1;
   constexpr int SPLIT = 2 * NACC / UNITS;  // warps whose partial sums make one output tile
@@ -1136,7 +1149,7 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
       const T op = T::template get<D>(term, g, b, b, phi, ncs, aow, w0, wt);
       const double* src = k < G ? op.L : op.R;
       for (int e = threadIdx.x; e < PIECES; e += NT)
-        copy16_async(dst + k * TILE + (2 * e / D) * LD + 2 * e % D, src + 2 * e);
+        copy16_async(dst + k * TILE + tile_at<true>(2 * e / D, 2 * e % D, D), src + 2 * e);
     }
     const double* w = T::template get<D>(term, g, 0, 0, phi, ncs, aow, w0, wt).w;
     if (w != nullptr && threadIdx.x < WPIECES) {
@@ -1178,10 +1191,10 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
     for (int s = 0; s < NSTAGE - 1; ++s) s < nsteps ? issue(s, s) : async_commit();
     for (int s = 0; s < nsteps; ++s) {
       const int st = s % NSTAGE, ahead = s + NSTAGE - 1;
-      // that stage was last read by step s - 1, a barrier ago
-      ahead < nsteps ? issue(ahead, ahead % NSTAGE) : async_commit();
-      async_wait<NSTAGE - 1>();
+      async_wait<NSTAGE - 2>();  // step s landed
+      // step s visible to all, and step s - 1 computed: its stage is refilled now
       __syncthreads();
+      ahead < nsteps ? issue(ahead, ahead % NSTAGE) : async_commit();
       const double* tiles = sbuf + st * STAGE;
       const int mask = list_mask[s / T::N];
       const bool weighted = T::template get<D>(s % T::N, 0, 0, 0, phi, ncs, aow, w0, wt).w;
@@ -1189,12 +1202,12 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
       for (int n = 0; n < UNITS; ++n) {
         const int q = warp + NWARP * n, t = q % NTILE, half = q / NTILE;
         if (mask >> t & 1)  // uniform over the warp
-          warp_product16<true>(acc[n % NACC], tiles + (t / G) * TILE + half * 16, LD,
-                               tiles + (G + t % G) * TILE + half * 16, LD,
-                               weighted ? tiles + WEIGHTS + half * 16 : nullptr);
+          warp_product16<true, true>(acc[n % NACC], tiles + (t / G) * TILE, D,
+                                     tiles + (G + t % G) * TILE, D, half * 16,
+                                     weighted ? tiles + WEIGHTS : nullptr);
       }
-      __syncthreads();
     }
+    __syncthreads();  // the last steps computed before the lists and stages are rewritten
     ran |= total > 0;
   }
   if (__syncthreads_or(ran) == 0) return;

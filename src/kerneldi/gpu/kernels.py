@@ -113,9 +113,9 @@ GROUPED_MIN_FILL = 0.6
 
 
 def potential_group_smem(g: int) -> int:
-    """kd_potential_group: two stages of g left and g right tiles of 32 x 36 doubles and a row
-    of 36 doubles for the grid weights."""
-    return 2 * (2 * g * 32 + 1) * 36 * 8
+    """kd_potential_group: three stages of g left and g right tiles of 32 x 32 doubles and 32
+    grid weights."""
+    return 3 * (2 * g * 32 * 32 + 32) * 8
 
 
 # the warp-tiled kernels' slices, 8 warps: kd_potential_warp (left, right) half tiles of 32 x 20
