@@ -515,10 +515,9 @@ __device__ __forceinline__ void density_rows(int g, int rows, int group, int row
   write_rho<NRHO, D>(acc, sm.sR, rho, g, npts_pad, row_groups > 1);
 }
 
-// DMMA tiles: <= 128 registers (2 blocks per SM); the asynchronous staging's addresses need
-// more, and its double buffer hides the latency that the second block would
+// FP64 tensor-core tiles: <= 128 registers, two thread blocks per SM (both staging modes)
 template <int XC, int D, int MMA, int ASYNC>
-__global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)
+__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)
     kd_density(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                const int* __restrict__ row_idx, const double* __restrict__ phimax,
                const double* __restrict__ dtiles, const double* __restrict__ dmax, const int nbb,
@@ -576,7 +575,7 @@ __global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)
 }
 
 template <int XC, int D, int MMA, int ASYNC>
-__global__ void __launch_bounds__(NT, MMA == 1 && !ASYNC ? 2 : 1)  // as kd_density
+__global__ void __launch_bounds__(NT, MMA == 1 ? 2 : 1)  // as kd_density
     kd_density_orb(const double* __restrict__ phi, const int ncs, const int* __restrict__ col_ptr,
                    const int* __restrict__ row_idx, const double* __restrict__ phimax,
                    const double* __restrict__ ctiles, const double* __restrict__ cmax,
