@@ -10,8 +10,8 @@
 //                (Algorithm 1), R_pg = sum_q D_pq Phi_qg is formed from d x d tiles staged in
 //                shared memory, and contracted with Phi_pg into rho, grad rho and tau.
 //   kd_density_orb  the same densities from occupied orbitals (D = C C^T, occupations folded
-//                into C): row_groups thread blocks per grid block g, for every block o of d orbitals
-//                R_og = sum_q C^T_oq Phi_qg over the kept blocks q of g (screened by
+//                into C): row_groups thread blocks per grid block g, for every block o of d
+//                orbitals R_og = sum_q C^T_oq Phi_qg over the kept blocks q of g (screened by
 //                max|C_oq| max|Phi_qg|), then rho = sum_o |R_og|^2 (and gradient, tau).
 //   kd_potential one thread block per output tile (p, r), p <= r, and segment of the grid blocks:
 //                the grid blocks shared by rows p and r that pass the pair bound are compacted, and
@@ -24,8 +24,8 @@
 //                output, in one pass each (building the cache, or a batch when recomputing).
 //
 // XC: 0 = LDA, 1 = GGA, 2 = meta-GGA (tau). MMA: 0 = FP64 on CUDA cores, 1 = FP64 tensor cores
-// (DMMA 8x8x4), 2 = FP16 inputs with FP32 accumulation (HMMA 16x16x16). The block size D is
-// 16, 32 or 64 with MMA 0, and 32 with the tensor-core modes. ASYNC (density kernels, FP64
+// (mma.sync m16n8k8), 2 = FP16 inputs with FP32 accumulation (HMMA 16x16x16). The block size
+// D is 16, 32 or 64 with MMA 0, and 32 with the tensor-core modes. ASYNC (density kernels, FP64
 // tensor cores at D = 32): operands copied asynchronously into two alternating buffers.
 
 #ifndef KD_HOST_EMULATION
