@@ -406,7 +406,8 @@ class GPUBlockEngine:
             operands = (ct, cmax, np.int32(lay.nbb), np.int32(len(ct)))
             thresholds = (np.float64(st.t_d),)
             candidates = len(ct) * lay.nbb * lay.ngb
-            rows = len(ct)
+            # the warp kernel's rows go to its eight warps first: split only what is left
+            rows = -(-len(ct) // kd.NWARP) if warp else len(ct)
         else:
             dt = xp.ascontiguousarray(dpad.reshape(lay.nbb, d, lay.nbb, d).transpose(0, 2, 1, 3))
             kernel = self.kernels[f"kd_density<{xc},{d},{self.mma},{staged}>"]

@@ -15,6 +15,7 @@ from ..settings import Settings
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 NT = 256  # threads per block, KD_NT in the source
+NWARP = NT // 32
 XC_CODES = {"LDA": 0, "GGA": 1, "MGGA": 2}
 MMA_CODES = {"fp64": 0, "fp64-tc": 1, "fp16-tc": 2}
 SMEM_DEFAULT = 48 * 1024
