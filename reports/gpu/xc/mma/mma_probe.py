@@ -7,16 +7,23 @@ import numpy as np
 SRC = r"""
 template <int K> struct Frag;  // m16n8kK f64: A has K/2 doubles per lane, B K/4
 __device__ __forceinline__ void mma(double (&d)[4], const double (&a)[2], const double (&b)[1]) {
-  asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
-    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+  asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
+               "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+    : "d"(a[0]), "d"(a[1]), "d"(b[0]));
 }
 __device__ __forceinline__ void mma(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+    : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
 }
 __device__ __forceinline__ void mma(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"
-    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"
+    : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+    : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+      "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 }
 __device__ __forceinline__ void mma884(double (&d)[2], double a, double b) {
   asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"

@@ -31,4 +31,5 @@ for tiles in ("2x2", "1x1", "4x4"):
         rec = {"tiles": tiles, "density_row_groups": groups, "phases": best, "err": err}
         records.append(rec)
         print(tiles, groups, {k: round(v, 4) for k, v in best.items()}, err, flush=True)
-json.dump(records, open(out, "w"), indent=1)
+with open(out, "w") as fh:
+    json.dump(records, fh, indent=1)
