@@ -80,7 +80,6 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 
 inline double atomicAdd(double* p, double v) { return std::atomic_ref<double>(*p).fetch_add(v); }
 
-
 #ifdef __FLT16_MANT_DIG__
 typedef _Float16 __half;
 inline __half __double2half(double x) { return (__half)x; }

@@ -430,8 +430,17 @@ __device__ __forceinline__ int product_row(Tile<D, MMA>* t, int lo, int n, Flag 
   return pairs;
 }
 
-// rho[o][g d + i] = the sum of the partial sums acc[o] of the threads that own point i; added
-// atomically when several thread blocks (row groups) share grid block g
+// one value of rho: stored, or added atomically when several thread blocks (row groups) share
+// its grid block
+__device__ __forceinline__ void put_rho(double* out, double v, bool shared_block) {
+  if (shared_block) {
+    atomicAdd(out, v);
+  } else {
+    *out = v;
+  }
+}
+
+// rho[o][g d + i] = the sum of the partial sums acc[o] of the threads that own point i
 template <int NRHO, int D>
 __device__ __forceinline__ void write_rho(const double* acc, double* red, double* rho, int g,
                                           int npts_pad, bool shared_block) {
@@ -444,12 +453,7 @@ __device__ __forceinline__ void write_rho(const double* acc, double* red, double
     for (int o = 0; o < NRHO; ++o) {
       double s = 0.0;
       for (int k = 0; k < RS; ++k) s += red[o * NT + k * D + threadIdx.x];
-      double* out = rho + (size_t)o * npts_pad + (size_t)g * D + threadIdx.x;
-      if (shared_block) {
-        atomicAdd(out, s);
-      } else {
-        *out = s;
-      }
+      put_rho(rho + (size_t)o * npts_pad + (size_t)g * D + threadIdx.x, s, shared_block);
     }
   }
 }
@@ -769,12 +773,7 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
       double s = 0.0;
 #pragma unroll
       for (int w = 0; w < NWARP; ++w) s += red[v][w][threadIdx.x];
-      double* out = rho + (size_t)v * npts_pad + (size_t)g * D + threadIdx.x;
-      if (row_groups > 1) {
-        atomicAdd(out, s);
-      } else {
-        *out = s;
-      }
+      put_rho(rho + (size_t)v * npts_pad + (size_t)g * D + threadIdx.x, s, row_groups > 1);
     }
   }
   if (lane == 0) atomicAdd(counter, executed);
@@ -798,6 +797,8 @@ __global__ void __launch_bounds__(NT, 1)  // two 32 x 32 accumulators per warp: 
 template <int XC>
 struct Terms {
   static constexpr int N = XC == 0 ? 1 : (XC == 1 ? 2 : 5);
+  // whether term j carries grid weights (w below is then set)
+  __device__ __forceinline__ static bool weighted(int j) { return XC == 0 || (XC == 2 && j >= 2); }
   const double* L;
   const double* R;
   const double* w;
@@ -1150,10 +1151,9 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
       for (int e = threadIdx.x; e < PIECES; e += NT)
         copy16_async(dst + k * TILE + tile_at<true>(2 * e / D, 2 * e % D, D), src + 2 * e);
     }
-    const double* w = T::template get<D>(term, g, 0, 0, phi, ncs, aow, w0, wt).w;
-    if (w != nullptr && threadIdx.x < WPIECES) {
-      const int e = threadIdx.x;
-      copy16_async(dst + WEIGHTS + 2 * e, w + 2 * e);
+    if (T::weighted(term) && threadIdx.x < WPIECES) {
+      const double* w = T::template get<D>(term, g, 0, 0, phi, ncs, aow, w0, wt).w;
+      copy16_async(dst + WEIGHTS + 2 * threadIdx.x, w + 2 * threadIdx.x);
     }
     async_commit();
   };
@@ -1196,7 +1196,7 @@ __global__ void __launch_bounds__(NT, G == 2 ? 2 : 1)  // G = 4: two 32 x 32 out
       ahead < nsteps ? issue(ahead, ahead % NSTAGE) : async_commit();
       const double* tiles = sbuf + st * STAGE;
       const int mask = list_mask[s / T::N];
-      const bool weighted = T::template get<D>(s % T::N, 0, 0, 0, phi, ncs, aow, w0, wt).w;
+      const bool weighted = T::weighted(s % T::N);
 #pragma unroll
       for (int n = 0; n < UNITS; ++n) {
         const int q = warp + NWARP * n, t = q % NTILE, half = q / NTILE;
