@@ -69,14 +69,21 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings) -> Layout:
         grid_perm = kept[ordering.grid_order(coords[kept], atoms, settings.morton_resolution)]
     else:
         grid_perm = kept
+    ordered = np.ascontiguousarray(coords[grid_perm])
     basis_perm = ordering.basis_order(
-        mol, settings.basis_order, settings.leaf_order, settings.optimal_leaf_max
+        mol,
+        settings.basis_order,
+        settings.leaf_order,
+        settings.optimal_leaf_max,
+        coords=ordered,
+        block_size=settings.block_size,
+        threshold=settings.t_b,
     )
     return Layout(
         d=settings.block_size,
         nao=mol.nao_nr(),
         basis_perm=np.asarray(basis_perm, dtype=np.int64),
         grid_perm=grid_perm,
-        coords=np.ascontiguousarray(coords[grid_perm]),
+        coords=ordered,
         weights=np.ascontiguousarray(weights[grid_perm]),
     )

@@ -9,7 +9,9 @@ from .forms import DENSITY_FORMS, ORBITAL_ROTATIONS
 
 LEAF_ORDERS = ("auto", "optimal", "greedy")
 GRID_ORDERS = ("morton", "input")
-BASIS_ORDERS = ("cluster", "input")
+# basis order: clustered grid-support signatures ("support"), the paper's clustered overlap rows
+# ("cluster"), or PySCF's order ("input"); see ordering.py
+BASIS_ORDERS = ("support", "cluster", "input")
 # GPU block-pair products: FP64 on the CUDA cores, FP64 on the tensor cores (DMMA),
 # or the paper's FP16-input / FP32-accumulate tensor-core mode; "auto" is FP64 on the tensor
 # cores where the GPU has them (compute capability 8.0 on) and d = 32, FP64 on the CUDA cores
@@ -51,7 +53,7 @@ class Settings:
     t_d: float = 1e-12
     morton_resolution: float = 128.0
     grid_order: str = "morton"
-    basis_order: str = "cluster"
+    basis_order: str = "support"
     leaf_order: str = "auto"
     optimal_leaf_max: int = 1500
     mma: str = "auto"

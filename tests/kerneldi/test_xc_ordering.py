@@ -100,3 +100,65 @@ def test_cosine_distances_match_eq21():
     assert dist[i, j] == pytest.approx(expect, abs=1e-14)
     assert np.all(np.diag(dist) == 0)
     np.testing.assert_array_equal(dist, dist.T)
+
+
+def test_jaccard_distances_match_the_definition():
+    kept = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]], dtype=bool)
+    dist = ordering.jaccard_distances(kept)
+    assert dist[0, 1] == pytest.approx(1 - 1 / 3, abs=1e-15)  # one shared of three
+    assert dist[0, 2] == 1.0  # nothing shared with an empty row
+    assert dist[2, 3] == 0.0  # two empty rows
+    assert np.all(np.diag(dist) == 0)
+    np.testing.assert_array_equal(dist, dist.T)
+
+
+def test_support_order_keeps_functions_of_one_support_together():
+    # three supports over 60 sampled blocks, 12 functions each, shuffled
+    rng = np.random.default_rng(4)
+    supports = np.zeros((3, 60), dtype=bool)
+    supports[0, :20], supports[1, 15:45], supports[2, 40:] = True, True, True
+    group = rng.permutation(np.repeat(np.arange(3), 12))
+    kept = supports[group].copy()
+    kept[rng.random(kept.shape) < 0.02] ^= True  # a little noise
+    for leaf_order in ("optimal", "greedy"):
+        walk = group[ordering.support_order(kept, leaf_order)]
+        assert np.count_nonzero(np.diff(walk)) == 2, leaf_order  # three runs
+
+
+def test_sampled_support_matches_ao_values_on_each_block(get_system):
+    from pyscf.dft import numint
+
+    mol, grids, _ = get_system("water_clusters/003", "def2-svp", 1)
+    coords = grids.coords[ordering.grid_order(grids.coords, grids.atm_idx, 128.0)]
+    d, t = 16, 1e-8
+    kept = ordering.sampled_support(mol, coords, d, t, samples=40)
+    nblk = -(-len(coords) // d)
+    picks = np.unique(np.linspace(0, nblk - 1, 40).round().astype(int))
+    assert kept.shape == (mol.nao, len(picks))
+    for j in (0, 17, len(picks) - 1):
+        pts = coords[picks[j] * d : (picks[j] + 1) * d]
+        expect = np.abs(numint.eval_ao(mol, pts, deriv=1)).max(axis=(0, 1)) >= t
+        np.testing.assert_array_equal(kept[:, j], expect)
+    # diffuse and tight functions differ in reach: not every function is kept everywhere
+    assert 0 < kept.mean() < 1
+
+
+def test_support_order_keeps_fewer_blocks_than_overlap_clusters(get_system):
+    from kerneldi import cpu
+    from kerneldi.layout import make_layout
+    from kerneldi.settings import Settings
+
+    mol, grids, _ = get_system("water_clusters/004", "def2-svp", 0)
+    kept = {}
+    for order in ("support", "cluster"):
+        settings = Settings(block_size=16, basis_order=order)
+        lay = make_layout(mol, grids.coords, grids.weights, grids.atm_idx, settings)
+        assert sorted(lay.basis_perm.tolist()) == list(range(mol.nao))
+        kept[order] = cpu.CPUBlockEngine(mol, lay, settings, 1).pattern.retained_fraction()
+    assert kept["support"] < 0.9 * kept["cluster"], kept
+
+
+def test_support_order_needs_the_grid(get_system):
+    mol, _, _ = get_system("water_clusters/002", "sto-3g", 1)
+    with pytest.raises(ValueError, match="grid"):
+        ordering.basis_order(mol, "support")
