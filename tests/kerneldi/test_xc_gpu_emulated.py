@@ -386,9 +386,13 @@ def test_part_of_the_ao_blocks_stays_cached(small):
 def test_auto_potential_tiles_group_where_most_blocks_are_kept():
     from kerneldi.gpu import kernels
 
-    tc = kerneldi.Settings(mma="fp64-tc")
+    tc = kerneldi.Settings(mma="fp64-tc")  # the support basis order
     assert kernels.potential_tiles(tc, 0.81) == "2x2"
-    assert kernels.potential_tiles(tc, 0.35) == "1x1"
+    assert kernels.potential_tiles(tc, 0.25) == "2x2"
+    assert kernels.potential_tiles(tc, 0.1) == "1x1"
+    paper = kerneldi.Settings(mma="fp64-tc", basis_order="cluster")
+    assert kernels.potential_tiles(paper, 0.81) == "2x2"
+    assert kernels.potential_tiles(paper, 0.35) == "1x1"
     for other in (kerneldi.Settings(mma="fp64"), kerneldi.Settings(mma="fp64-tc", tiling="warp")):
         assert kernels.potential_tiles(other, 0.81) == "1x1"
     assert kernels.potential_tiles(kerneldi.Settings(potential_tiles="4x4"), 0.1) == "4x4"

@@ -42,14 +42,16 @@ def resolve(settings: Settings, device) -> Settings:
 
 def potential_tiles(settings: Settings, retained_fraction: float) -> str:
     """The potential's output tiles per thread block for resolved ``settings``: "auto" is
-    "2x2" where the grouped kernel exists and at least GROUPED_MIN_FILL of the blocks are kept
-    (dense operands, where staging each tile once for several products pays), else "1x1"."""
+    "2x2" where the grouped kernel exists and at least GROUPED_MIN_FILL[basis order] of the
+    blocks are kept (where a group's pairs pass together often enough that staging each tile
+    once for several products pays), else "1x1"."""
     if settings.potential_tiles != "auto":
         return settings.potential_tiles
     grouped = settings.tiling == "block" and tensor_core_kernels(
         settings.block_size, MMA_CODES[settings.mma]
     )
-    return "2x2" if grouped and retained_fraction >= GROUPED_MIN_FILL else "1x1"
+    fill = GROUPED_MIN_FILL[settings.basis_order]
+    return "2x2" if grouped and retained_fraction >= fill else "1x1"
 
 
 def check_supported(
@@ -107,10 +109,13 @@ def potential_smem(d: int, mma: int) -> int:
 
 # output tiles per side of the thread block's group in kd_potential_group
 GROUPS = {"2x2": 2, "4x4": 4}
-# kept share of the blocks from which "auto" groups the potential's tiles (H200: 2x2 faster
-# on Taxol def2-TZVP, 81% kept; slower on the 417-atom water cluster, 39%, and gly60, 12%;
-# reports/gpu/README.md)
-GROUPED_MIN_FILL = 0.6
+# kept share of the blocks from which "auto" groups the potential's tiles, per basis order. The
+# support order puts functions of one reach side by side, so the pairs of a 2 x 2 group pass
+# together: 2x2 was faster on every system measured on the H200, 22% to 95% kept (Taxol/def2-TZVP
+# 0.41 s against 0.65 s, the 417-atom water cluster 3.03 s against 4.09 s, 11 MADFT systems by
+# 1.2x-1.4x). Under the overlap-row clusters 2x2 was faster on Taxol (81% kept) and slower on the
+# 417-atom water cluster (39%) and gly60 (12%) (reports/gpu/README.md)
+GROUPED_MIN_FILL = {"support": 0.2, "cluster": 0.6, "input": 0.6}
 
 
 def potential_group_smem(g: int) -> int:
