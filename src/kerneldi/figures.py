@@ -98,6 +98,9 @@ def sweep_table(results: dict) -> pd.DataFrame:
             # records from before the orbital form ran R = D Phi
             row["density_form"] = pf.get("density_form", "matrix")
             row["ours_matrix_form_s"] = r.get("ours_matrix_form", {}).get("median_s", np.nan)
+            cluster = r.get("ours_cluster_order", {})
+            row["ours_cluster_order_s"] = cluster.get("median_s", np.nan)
+            row["cluster_order_retained_fraction"] = cluster.get("retained_fraction", np.nan)
             unrotated = r.get("ours_unrotated_orbitals", {})
             row["ours_unrotated_orbitals_s"] = unrotated.get("median_s", np.nan)
             row["unrotated_density_s"] = unrotated.get("phases_s", {}).get("density", np.nan)
@@ -284,6 +287,8 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "density_form",
             "ours_matrix_form_s",
             "ours_unrotated_orbitals_s",
+            "ours_cluster_order_s",
+            "cluster_order_retained_fraction",
             "ours_fp64-tc_warp_s",
             "staging",
             "ours_fp64-tc_sync_s",
@@ -316,9 +321,15 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             "density kernels of ours_fp64-tc staged their operands (async: cp.async into two "
             "buffers, the default since 2026-12-01; sync: through registers); "
             "ours_fp64-tc_sync_s: the same call with staging='sync'; potential_tiles: the "
-            "output tiles per thread block of the potential that ran (potential_tiles='auto' "
-            "since 2026-12-01: 2x2 where at least 60% of the blocks are kept, else 1x1); "
-            "ours_fp64-tc_1x1_s, _2x2_s, _4x4_s: the same call with those tiles."
+            "output tiles per thread block of the potential that ran (potential_tiles='auto': "
+            "2x2 where at least 60% of the blocks are kept, else 1x1, until the support basis "
+            "order; from then 2x2 from 20% kept under that order); ours_fp64-tc_1x1_s, _2x2_s, "
+            "_4x4_s: the same call with those tiles. Basis order: the records of Taxol and "
+            "madft/130282525 (tzvp), water_clusters/010 and the 14 MADFT systems ran the "
+            "support order (the default since 2026-12-01, seventh session; provenance parts "
+            "xc_support_*), the others the paper's overlap-row clusters; "
+            "ours_cluster_order_s: the same call with basis_order='cluster' (new blocks), "
+            "cluster_order_retained_fraction its kept blocks."
         )
         lines.append("")
         lines.append(to_markdown(table[cols]))

@@ -113,7 +113,8 @@ class KerneLDIMixin:
         """Block counts and fractions of the current engine (after at least one call)."""
         if self._engine is None:
             return {}
-        return {"layout_seconds": self.layout_seconds, **self._engine.stats()}
+        orders = {"basis_order": self.settings.basis_order, "grid_order": self.settings.grid_order}
+        return {"layout_seconds": self.layout_seconds, **orders, **self._engine.stats()}
 
     def phase_seconds(self, call) -> dict[str, float]:
         """Seconds per engine phase (AO values, density, potential) of ``call()`` and of the

@@ -31,7 +31,8 @@ STAGINGS = ("auto", "sync", "async")
 # output tiles per thread block of the potential (tiling "block"): one d x d tile ("1x1"), or a
 # 2 x 2 or 4 x 4 group of them (FP64 tensor cores, d = 32) whose steps stage each left and right
 # tile the group's passing pairs need once, up to G^2 products from 2G tiles (the same pairs);
-# "auto" is "2x2" where it exists and at least 60% of the blocks are kept, "1x1" otherwise
+# "auto" is "2x2" where it exists and enough of the blocks are kept (20% under the support basis
+# order, 60% under the others; gpu/kernels.py), "1x1" otherwise
 POTENTIAL_TILES = ("auto", "1x1", "2x2", "4x4")
 
 
