@@ -320,9 +320,9 @@ def compare_sizes(
         "density": "2 PBE cycles" + (" (density fitting)" if env.device == "cpu" else ""),
         "density_s": t_density,
     }
-    # the library as an SCF runs it: one NumInt for every call, on a device whose memory pool
-    # the density's SCF cycles left empty (on Taxol/def2-TZVP GPU4PySCF took 1.5-1.7 s per call
-    # after those cycles and 0.9 s with the pool freed, reports/gpu/README.md); five calls
+    # the library as an SCF runs it: one NumInt for every call, on a freed memory pool, five
+    # calls (its calls on Taxol/def2-TZVP ranged from 0.90 to 1.72 s with the state of the pool
+    # and of the NumInt, reports/gpu/README.md)
     env.free()
     library_ni = env.reference.NumInt()
     lib = timed(env, lambda: library_ni.nr_rks(mol, grids, xc, dm), reps=5)
