@@ -20,7 +20,12 @@ def test_default_config_is_valid():
 
 @pytest.mark.parametrize(
     "path, value",
-    [(("eri", "lmax"), 5), (("eri", "variants"), ["full", "turbo"]), (("results_dir",), "")],
+    [
+        (("eri", "lmax"), 5),
+        (("eri", "variants"), ["full", "turbo"]),
+        (("results_dir",), ""),
+        (("xc", "basis_order", "orders"), ["support", "spectral"]),
+    ],
 )
 def test_schema_rejects_bad_values(path, value):
     config = copy.deepcopy(load("config.yaml"))

@@ -162,3 +162,16 @@ def test_support_order_needs_the_grid(get_system):
     mol, _, _ = get_system("water_clusters/002", "sto-3g", 1)
     with pytest.raises(ValueError, match="grid"):
         ordering.basis_order(mol, "support")
+
+
+def test_basis_order_experiment_compares_the_orders_against_pyscf():
+    from kerneldi.experiments import basis_orders
+    from kerneldi.settings import Settings
+
+    df = basis_orders(
+        "water_clusters/003", "def2-svp", 0, "pbe", ["support", "cluster"], Settings(block_size=16)
+    )
+    assert df["basis_order"].tolist() == ["support", "cluster"]
+    assert (df["d_exc_vs_pyscf"] <= 1e-9).all() and (df["max_d_vxc_vs_pyscf"] <= 1e-8).all()
+    kept = df.set_index("basis_order")["retained_fraction"]
+    assert kept["support"] < kept["cluster"] <= 1.0

@@ -21,6 +21,8 @@ XC_CPU_FILES = [
     "fig3_threshold_sweep.png",
     "cpu_timing.csv",
     "cpu_timing.md",
+    "basis_order.csv",
+    "basis_order.md",
 ]
 XC_GPU_FILES = ["gpu_fig2_speedup_vs_error.png", "gpu_fig4_time_vs_size.png"]
 XC_GPU_FILES += ["gpu_timing.csv", "gpu_timing.md", "gpu_summary.md"]
@@ -79,6 +81,45 @@ rule xc_accuracy_summary:
         "{PY} {SCRIPTS}/xc_accuracy_summary.py --inputs {input}"
         " --accuracy {output.accuracy} {output.accuracy_md}"
         " --fractions {output.fractions} {output.fractions_md} > {log} 2>&1"
+
+
+rule xc_basis_order:
+    """Block structure and one M06-2X call under each basis order for one accuracy molecule."""
+    output:
+        f"{XC_DIR}/basis_order/{{xset}}.csv",
+    params:
+        s=lambda wc: XC_ACC[wc.xset],
+        orders=" ".join(XC["basis_order"]["orders"]),
+    wildcard_constraints:
+        xset="|".join(XC_ACC),
+    threads: 1
+    log:
+        f"{RESULTS}/logs/xc/basis_order/{{xset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/xc/basis_order/{{xset}}.tsv"
+    shell:
+        "{XC_ENV} {PY} {SCRIPTS}/xc_basis_order.py --molecule {params.s[molecule]}"
+        " --basis {params.s[basis]} --grid-level {params.s[grid_level]}"
+        " --xc {XC[basis_order][xc]} --orders {params.orders} --block-size {XC[block_size]}"
+        " --thresholds {XC[t_b]} {XC[t_d]} --molecules-dir {MOLECULES} --out {output}"
+        " > {log} 2>&1"
+
+
+rule xc_basis_order_table:
+    input:
+        [f"{XC_DIR}/basis_order/{name}.csv" for name in XC_ACC],
+    output:
+        table=report(
+            f"{XC_DIR}/basis_order.csv",
+            caption="../report/xc_basis_order.rst",
+            category="XC engine",
+        ),
+        table_md=f"{XC_DIR}/basis_order.md",
+    log:
+        f"{RESULTS}/logs/xc/basis_order_table.log",
+    shell:
+        "{PY} {SCRIPTS}/xc_table.py --inputs {input} --out {output.table} {output.table_md}"
+        " > {log} 2>&1"
 
 
 rule xc_threshold_sweep:
