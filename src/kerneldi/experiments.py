@@ -56,6 +56,12 @@ def _errors(got, ref) -> dict:
     }
 
 
+def _fractions(stats: dict) -> dict:
+    """The kept blocks and executed pair fractions of an engine's ``stats()``."""
+    keys = ("retained_fraction", "density_pair_fraction", "potential_pair_fraction")
+    return {k: stats[k] for k in keys}
+
+
 def accuracy(
     name: str,
     molecule: str,
@@ -97,9 +103,7 @@ def accuracy(
                     "xc": xc,
                     "density_form": stats["density_form"],
                     **err,
-                    "retained_fraction": stats["retained_fraction"],
-                    "density_pair_fraction": stats["density_pair_fraction"],
-                    "potential_pair_fraction": stats["potential_pair_fraction"],
+                    **_fractions(stats),
                     "pass": err["d_exc"] <= tolerance["exc"]
                     and err["max_d_vxc"] <= tolerance["vxc"]
                     and err["d_nelec"] <= tolerance["exc"],
@@ -139,9 +143,7 @@ def threshold_sweep(
                 "t_d": t_d,
                 **{f"{k}_vs_pyscf": v for k, v in _errors(got, ref).items()},
                 **{f"{k}_vs_unscreened": v for k, v in _errors(got, unscreened).items()},
-                "retained_fraction": stats["retained_fraction"],
-                "density_pair_fraction": stats["density_pair_fraction"],
-                "potential_pair_fraction": stats["potential_pair_fraction"],
+                **_fractions(stats),
             }
         )
     return pd.DataFrame(rows)
@@ -178,9 +180,7 @@ def basis_orders(
                 "basis": basis,
                 "xc": xc,
                 "basis_order": order,
-                "retained_fraction": stats["retained_fraction"],
-                "density_pair_fraction": stats["density_pair_fraction"],
-                "potential_pair_fraction": stats["potential_pair_fraction"],
+                **_fractions(stats),
                 "layout_s": stats["layout_seconds"],
                 "first_call_s": seconds[0],
                 "call_s": seconds[1],
