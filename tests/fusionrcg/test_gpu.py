@@ -69,3 +69,20 @@ def test_gpu_tier2_bank_placements_match_pyscf(get_molecule, monkeypatch, tmp_pa
         for q, value in zip(quartets, values):
             ref = reference_eri(mol, q)
             assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0
+
+
+@pytest.mark.gpu
+def test_gpu_tier1_shared_slots_match_pyscf(get_molecule):
+    """Tier 1 kernels whose values beyond the register budget live in shared-memory slots."""
+    from fusionrcg.build.library import get_kernel
+
+    mol = get_molecule("water_clusters/002", "cc-pvqz")
+    for ls in [(1, 1, 1, 1), (3, 0, 2, 1), (3, 3, 0, 0)]:
+        cls = fusionrcg.QuartetClass(*ls)
+        kernel = get_kernel(cls, "tier1-only")
+        assert kernel.slot_bank == "shared" and kernel.report.spill_store_bytes == 0
+        quartets = sample_quartets(mol, cls, 3, np.random.default_rng(11))
+        values = fusionrcg.eri_quartets(mol, quartets, backend="gpu", variant="tier1-only")
+        for q, value in zip(quartets, values):
+            ref = reference_eri(mol, q)
+            assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0

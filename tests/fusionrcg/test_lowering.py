@@ -10,6 +10,7 @@ from fusionrcg.build.compiler import CompileError, nvcc_cubin, parse_ptxas
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, boys_table
 from fusionrcg.lowering.kernel import SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
+from fusionrcg.orchestration.placement import place_tier1
 from fusionrcg.orchestration.slots import check_slots
 
 PTXAS = """ptxas info    : Compiling entry function 'k' for 'sm_90'
@@ -167,3 +168,72 @@ def test_generated_boys_function_is_accurate(tmp_path):
                 exact = boys_exact(m, mpmath.mpf(float(t)))
                 worst = max(worst, float(abs((f[m] - exact) / exact)))
     assert worst < 1e-14
+
+
+def _check_placement(plan, placement, phase2_values):
+    """Every slot holds at most one live value; registers never hold more than allowed."""
+    dag = plan.graph.hrr
+    reads = {}
+    for step, v in enumerate(plan.hrr_order):
+        for src in {t.src for t in dag.nodes[v].terms}:
+            reads.setdefault(src, []).append(step)
+    slot_of = dict(placement.accumulator_slot)
+    holder = {s: k for k, s in slot_of.items()}  # slot -> value it holds now
+    assert len(holder) == len(slot_of)  # distinct slots for the accumulators
+    for step, entry in enumerate(placement.steps):
+        for src in {t.src for t in dag.nodes[entry.vertex].terms}:
+            if src in slot_of:
+                assert holder[slot_of[src]] == src  # its slot was not reused while it lived
+        for x, s in entry.to_slot:
+            owner = holder.get(s)
+            assert owner is None or reads[owner][-1] <= step  # the old value is dead
+            holder[s] = x
+            slot_of[x] = s
+        live = {
+            x for x, r in reads.items() if r[-1] > step and x not in slot_of
+            and (x < plan.n_accumulators or plan.hrr_order.index(x) <= step)
+        }  # fmt: skip
+        assert len(live) <= phase2_values
+    assert placement.n_slots == len({*holder, *placement.accumulator_slot.values()})
+
+
+def test_tier1_placement_keeps_registers_within_budget():
+    plan = plan_class(QuartetClass(3, 1, 2, 0), "tier1-only")
+
+    def place(n_reg, n_p2):
+        return place_tier1(plan.graph.hrr, plan.hrr_order, plan.n_accumulators, n_reg, n_p2)
+
+    everything = place(plan.n_accumulators, 10_000)
+    assert everything.n_slots == 0 and not any(s.to_slot for s in everything.steps)
+    for n_reg, n_p2 in ((0, 1), (5, 4), (40, 30)):
+        placement = place(n_reg, n_p2)
+        assert len(placement.register_accumulators()) == n_reg
+        assert any(s.to_slot for s in placement.steps)
+        _check_placement(plan, placement, n_p2)
+    with pytest.raises(ValueError):
+        place(-1, 4)
+
+
+def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_path, request):
+    """Tier 1 with most values in slots (tiny register budgets), run as generated C++."""
+    import fusionrcg
+    from fusionrcg.orchestration import plan as planning
+    from fusionrcg.orchestration.tier import RegisterModel
+    from fusionrcg.verify import Tolerance, reference_eri
+
+    monkeypatch.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path))
+    tiny = RegisterModel(tier1_phase1_fixed=245, tier1_phase2_values=4)  # 3-5 accumulators
+    monkeypatch.setattr(planning, "DEFAULT_MODEL", tiny)
+    plan_class.cache_clear()
+    request.addfinalizer(plan_class.cache_clear)
+    mol = get_molecule("organic/020_Vitamin_C", "cc-pvtz")
+    by_l = {}
+    for s in range(mol.nbas):
+        by_l.setdefault(mol.bas_angular(s), []).append(s)
+    quartet = (by_l[3][0], by_l[1][2], by_l[2][1], by_l[0][4])
+    source = lower(plan_class(QuartetClass(3, 1, 2, 0), "tier1-only"), "cpp", "store").source
+    assert "SACC(" in source and "double frcg_lane[" in source
+    value = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant="tier1-only")
+    ref = reference_eri(mol, quartet)
+    tol = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
+    assert tol.normalized(np.abs(value - ref), ref).max() <= 1.0

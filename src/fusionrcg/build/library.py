@@ -73,8 +73,8 @@ class LibraryKernel:
     tier: Tier
     epilogue: Epilogue
     output_shape: tuple[int, int, int, int]
-    n_slots: int
-    bank_threads: int  # Tier 2 with its slot bank in shared memory: threads per block; 0: global
+    n_slots: int  # Tier 2: slots of its bank; Tier 1: shared-memory (CPU: local) slots
+    bank_threads: int  # slots in shared memory: threads per block; 0: none or global
     jk_kernel: str | None  # Tier 2 on the GPU: the generated Kernel 2 in the same binary
     program: Phase2Program | None
     flops: Flops
@@ -87,15 +87,18 @@ class LibraryKernel:
 
     @property
     def slot_bank(self) -> str | None:
-        """Where a Tier 2 kernel's slot bank is ("shared" or "global"); None for Tier 1."""
+        """Where the kernel's slots are ("shared", "global", or "local" for Tier 1 on the
+        CPU); None without slots."""
         if not self.n_slots:
             return None
-        return "shared" if self.bank_threads else "global"
+        if self.bank_threads:
+            return "shared"
+        return "local" if self.tier is Tier.REGISTER else "global"
 
     @property
     def global_slots(self) -> int:
-        """Slots per quartet in global memory (none when the bank is in shared memory)."""
-        return 0 if self.bank_threads else self.n_slots
+        """Slots per quartet in the global buffer (Tier 2 with its bank there)."""
+        return self.n_slots if self.slot_bank == "global" else 0
 
 
 def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_size, bank) -> str:

@@ -37,11 +37,14 @@ def boys_source(device_prefix: str) -> str:
     inv_fact = ", ".join(
         f"{1.0 / np.prod(np.arange(1, j + 1)):.17g}" for j in range(TAYLOR_TERMS + 1)
     )
+    # products with 1/(2m+1): a double division is a long instruction sequence on the GPU
+    inv_odd = ", ".join(f"{1.0 / (2 * m + 1):.17g}" for m in range(BOYS_MAX_ORDER))
     return f"""
 {device_prefix} void frcg_boys(const int mmax, const double t, const double* __restrict__ table,
                          double* __restrict__ f)
 {{
     const double inv_fact[{TAYLOR_TERMS + 1}] = {{{inv_fact}}};
+    const double inv_odd[{BOYS_MAX_ORDER}] = {{{inv_odd}}};
     const double e = exp(-t);
     if (t < {T_SWITCH!r}) {{
         const int k = (int)(t * {1.0 / GRID_STEP!r} + 0.5);
@@ -53,7 +56,7 @@ def boys_source(device_prefix: str) -> str:
             p *= d;
         }}
         f[mmax] = s;
-        for (int m = mmax - 1; m >= 0; --m) f[m] = (2.0 * t * f[m + 1] + e) / (2 * m + 1);
+        for (int m = mmax - 1; m >= 0; --m) f[m] = (2.0 * t * f[m + 1] + e) * inv_odd[m];
     }} else {{
         const double half_inv_t = 0.5 / t;
         f[0] = 0.5 * sqrt({np.pi!r} / t) * erf(sqrt(t));

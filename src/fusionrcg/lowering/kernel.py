@@ -4,8 +4,9 @@ Both tiers share the quartet prologue (geometry, primitive loops, Gaussian-produ
 Boys function) and differ in where values live:
 
 * Tier 1: one function; VRR vertices, the accumulator bank and Phase 2 are registers in the
-  plan's order; the epilogue writes the integrals (``store``) or folds them into J and K with
-  atomic adds (``jk``).
+  plan's order, up to the model's register budgets; beyond them values live in per-thread
+  shared-memory slots (``placement``). The epilogue writes each integral (``store``) or folds
+  it into J and K with atomic adds (``jk``) as soon as it is computed.
 * Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
   ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
   Phase 2 as straight-line non-inlined functions generated from the layout's program (values
@@ -27,11 +28,12 @@ from itertools import product
 from ..angmom import sp_common_factor
 from ..graph import Dag, Term
 from ..graph import symbols as S
+from ..orchestration.placement import Tier1Placement
 from ..orchestration.plan import ClassPlan
 from ..variants import Tier
 from .boys import boys_source
 from .layout import DEFAULT_SEGMENT_SIZE, PHASE2_SYMBOLS, Tier2Layout, tier2_layout
-from .target import TARGETS, Epilogue, Target
+from .target import TARGETS, TIER1_SLOT_THREADS, Epilogue, Target
 
 KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
     const double* __restrict__ seg_xyz, const int* __restrict__ seg_prim,
@@ -75,9 +77,9 @@ class KernelSource:
     epilogue: Epilogue
     source: str
     n_outputs: int
-    n_slots: int  # per quartet in the slot buffer (0 for Tier 1)
+    n_slots: int  # per quartet: Tier 2's slot buffer, Tier 1's shared-memory slots (or 0)
     layout: Tier2Layout | None
-    bank_threads: int = 0  # threads per block with the slot bank in shared memory; 0: global
+    bank_threads: int = 0  # threads per block with the slots in shared memory; 0: global
     jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
 
 
@@ -208,32 +210,54 @@ def _jk_macro() -> str:
     return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
-def _tier1_body(plan: ClassPlan, epilogue: Epilogue) -> list[str]:
+def _epilogue_line(epilogue: Epilogue, k: int, index: tuple[int, ...], value: str) -> str:
+    if epilogue is Epilogue.JK:
+        return f"FRCG_JK({', '.join(map(str, index))}, {value});"
+    return f"OUT({k}) = {value};"
+
+
+def _tier1_body(plan: ClassPlan, epilogue: Epilogue, placement: Tier1Placement) -> list[str]:
     g = plan.graph
     n_acc = plan.n_accumulators
-    lines = [f"double acc{k} = 0.0;" for k in range(n_acc)]
+    slot = dict(placement.accumulator_slot)
+
+    def name(v: int) -> str:  # Phase 2 vertex v (accumulator v < n_acc) at this point
+        if v in slot:
+            return f"SACC({slot[v]})"
+        return f"acc{v}" if v < n_acc else f"h{v}"
+
+    lines = [f"double acc{k} = 0.0;" for k in placement.register_accumulators()]
+    if placement.accumulator_slot:
+        lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SACC(s) = 0.0;")
     lines += _loops_open(plan, record=None)
     vname = lambda v: f"v{v}"  # noqa: E731
     target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
     for v in plan.vrr_order:
         lines.append(_vrr_statement(g.vrr, v, vname, lambda m: f"pref * F[{m}]"))
         if v in target_of:
-            lines.append(f"acc{target_of[v]} += v{v};")
+            lines.append(f"{name(target_of[v])} += v{v};")
     lines += LOOPS_CLOSE + HRR_GEOMETRY
-    hname = lambda v: f"acc{v}" if v < n_acc else f"h{v}"  # noqa: E731
-    for v in plan.hrr_order:
-        lines.append(f"const double h{v} = {_expr(g.hrr.nodes[v].terms, hname)};")
     if epilogue is Epilogue.JK:
         lines += [
             "const double sq = qscale[q];",
             "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
         ]
-        shape = g.output_shape
-        for k, (i, j, kk, ll) in enumerate(product(*(range(s) for s in shape))):
-            lines.append(f"FRCG_JK({i}, {j}, {kk}, {ll}, {hname(g.hrr.outputs[k])});")
-    else:
-        for k, v in enumerate(g.hrr.outputs):
-            lines.append(f"OUT({k}) = {hname(v)};")
+    # each integral leaves as soon as it exists, so that outputs do not pile up in registers
+    index = list(product(*(range(s) for s in g.output_shape)))
+    output_of = {v: k for k, v in enumerate(g.hrr.outputs)}
+    lines += [
+        _epilogue_line(epilogue, k, index[k], name(v))
+        for k, v in enumerate(g.hrr.outputs)
+        if v < n_acc
+    ]
+    for step in placement.steps:
+        v = step.vertex
+        lines.append(f"const double h{v} = {_expr(g.hrr.nodes[v].terms, name)};")
+        if v in output_of:
+            lines.append(_epilogue_line(epilogue, output_of[v], index[output_of[v]], name(v)))
+        for x, s in step.to_slot:
+            lines.append(f"SACC({s}) = {name(x)};")
+            slot[x] = s
     return lines
 
 
@@ -442,8 +466,11 @@ def lower(
     if tier is Tier.REGISTER:
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
-        body = _tier1_body(plan, epi)
-        n_slots = 0
+        placement = plan.tier1_placement
+        body = tgt.tier1_slots(placement.n_slots) if placement.n_slots else []
+        body += _tier1_body(plan, epi, placement)
+        n_slots = placement.n_slots
+        bank_threads = TIER1_SLOT_THREADS if n_slots and tgt.name == "cuda" else 0
     else:
         layout = tier2_layout(plan, segment_size)
         shared = shared_bank(layout.n_slots, tgt, bank)

@@ -6,6 +6,10 @@ import enum
 from dataclasses import dataclass
 
 
+# Threads per block of a Tier 1 kernel with shared-memory slots (the lane stride of its slots).
+TIER1_SLOT_THREADS = 32
+
+
 class Epilogue(str, enum.Enum):
     STORE = "store"  # integrals to an output buffer (verification, benchmarks)
     JK = "jk"  # contract with a density matrix into half J and K matrices
@@ -22,6 +26,18 @@ class Target:
     buffer_index: str  # BUF(s): slot s of this thread's lane of the slot bank
     output_index: str  # OUT(k): output element k of quartet q
     atomic_add: str  # ATOMIC(x, v)
+    slot_index: str  # SACC(s): Tier 1 slot s of this thread (see ``placement``)
+
+    def tier1_slots(self, n_slots: int) -> list[str]:
+        """Declarations of this thread's ``n_slots`` Tier 1 slots (``frcg_lane``)."""
+        if self.name == "cpp":
+            return [f"double frcg_lane[{n_slots}];"]
+        # volatile: every slot access stays where the generator put it; otherwise the
+        # compiler promotes the slots back to registers across the loops and spills them
+        return [
+            "extern __shared__ double frcg_slots[];",
+            "volatile double* const frcg_lane = frcg_slots + threadIdx.x;",
+        ]
 
     def prelude(self) -> str:
         return "\n".join(
@@ -29,6 +45,7 @@ class Target:
                 f"#define BUF(s) bank[{self.buffer_index}]",
                 f"#define OUT(k) out[{self.output_index}]",
                 f"#define ATOMIC(x, v) {self.atomic_add}",
+                f"#define SACC(s) frcg_lane[{self.slot_index}]",
                 "#define DM(i, j) dm[(size_t)(i) * nao + (j)]",
             ]
         )
@@ -46,6 +63,8 @@ CUDA = Target(
     buffer_index="(size_t)(s) * bank_stride + lane",
     output_index="(size_t)(k) * n + q",
     atomic_add="atomicAdd(&(x), (v))",
+    # a compile-time lane stride: slot addresses are immediate offsets from one register
+    slot_index=f"(s) * {TIER1_SLOT_THREADS}",
 )
 
 CPP = Target(
@@ -59,6 +78,7 @@ CPP = Target(
     buffer_index="(size_t)lane * bank_stride + (s)",
     output_index="(size_t)q * nout + (k)",
     atomic_add="((x) += (v))",
+    slot_index="s",
 )
 
 TARGETS = {t.name: t for t in (CUDA, CPP)}

@@ -11,6 +11,7 @@ from ..graph.axis import demand_nesting
 from ..graph.ir import Dag, node_flops
 from ..variants import Tier, Variant, get_variant
 from .liveness import LiveRanges, live_ranges
+from .placement import Tier1Placement, place_tier1
 from .schedule import OrderKind, dsa_order, eq7_only_order, topological_order
 from .slots import SlotPlan, pack_slots
 from .tier import RegisterModel, paper_accumulator_count
@@ -47,6 +48,8 @@ class ClassPlan:
     n_accumulators_paper: int
     registers_phase1: int
     registers_phase2: int
+    tier1_placement: Tier1Placement
+    """Where Tier 1 keeps its values under the model's register budgets."""
     model_tier: Tier
     slots: SlotPlan
     flops: Flops
@@ -92,11 +95,12 @@ def plan_class(
     cls: QuartetClass,
     variant: str | Variant = "full",
     spherical: bool = True,
-    model: RegisterModel = DEFAULT_MODEL,
+    model: RegisterModel | None = None,
     order: OrderKind | None = None,
 ) -> ClassPlan:
     """Build and orchestrate ``cls`` under ``variant`` (``order`` overrides the variant's
     evaluation order, for the liveness studies)."""
+    model = model or DEFAULT_MODEL
     v = get_variant(variant)
     graph = build_class_graph(cls, v.axis, spherical, v.spherical_fusion)
     kind = order or v.order
@@ -107,6 +111,13 @@ def plan_class(
     peak_vrr, peak_hrr = vrr_ranges.peak(), hrr_ranges.peak()
     n_acc = graph.n_accumulators
     outputs = graph.hrr.output_set
+    placement = place_tier1(
+        graph.hrr,
+        tuple(hrr_order),
+        n_acc,
+        model.tier1_register_accumulators(peak_vrr, n_acc),
+        model.tier1_phase2_values,
+    )
     buffered = [u for u in range(len(graph.hrr)) if u not in outputs]
     return ClassPlan(
         graph=graph,
@@ -121,7 +132,8 @@ def plan_class(
         n_accumulators_paper=paper_accumulator_count(cls),
         registers_phase1=model.phase1_registers(peak_vrr, n_acc),
         registers_phase2=model.phase2_registers(peak_hrr),
-        model_tier=model.choose_tier(cls.total, peak_vrr, n_acc, peak_hrr),
+        tier1_placement=placement,
+        model_tier=model.choose_tier(cls.total, peak_vrr, n_acc, peak_hrr, placement.n_slots),
         slots=pack_slots(hrr_ranges, buffered),
         flops=Flops(_phase_flops(graph.vrr), n_acc, _phase_flops(graph.hrr)),
         release_score_used=(vrr_scored, hrr_scored),

@@ -46,21 +46,41 @@ class RegisterModel:
     slower on (2,2|2,2), need 2402 (35 classes, reports/eri/gpu/tiers.csv). Larger classes
     also take minutes to hours to compile as straight-line Tier 1 code."""
 
+    tier1_phase1_fixed: int = 130
+    """Registers ptxas spends in Tier 1's primitive loops besides the VRR frontier and the
+    accumulators in registers (calibrated: sm_90, CUDA 13)."""
+    tier1_phase2_values: int = 40
+    """Values Tier 1's Phase 2 keeps in registers; more go to shared-memory slots."""
+
+    def tier1_register_accumulators(self, peak_live_vrr: int, n_accumulators: int) -> int:
+        """Accumulators that fit next to the VRR frontier in Tier 1's loops."""
+        room = (self.register_budget - self.tier1_phase1_fixed) // DOUBLE_REGISTERS
+        return max(0, min(n_accumulators, room - peak_live_vrr))
+
     def phase1_registers(self, peak_live_vrr: int, n_accumulators: int) -> int:
         return DOUBLE_REGISTERS * (peak_live_vrr + n_accumulators) + self.fixed_registers
 
     def phase2_registers(self, peak_live_hrr: int) -> int:
         return DOUBLE_REGISTERS * peak_live_hrr + self.fixed_registers
 
+    tier1_max_slots: int = 1 << 30
+    """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at
+    most this many shared-memory slots per thread."""
+
     def choose_tier(
-        self, total: int, peak_live_vrr: int, n_accumulators: int, peak_live_hrr: int
+        self,
+        total: int,
+        peak_live_vrr: int,
+        n_accumulators: int,
+        peak_live_hrr: int,
+        tier1_slots: int,
     ) -> Tier:
-        need = max(
-            self.phase1_registers(peak_live_vrr, n_accumulators),
-            self.phase2_registers(peak_live_hrr),
-        )
         if total <= self.spill_free_max_total:
-            limit = self.register_budget
+            fits = tier1_slots <= self.tier1_max_slots
         else:
-            limit = self.spilled_tier1_max_registers
-        return Tier.REGISTER if need <= limit else Tier.BUFFERED
+            need = max(
+                self.phase1_registers(peak_live_vrr, n_accumulators),
+                self.phase2_registers(peak_live_hrr),
+            )
+            fits = need <= self.spilled_tier1_max_registers
+        return Tier.REGISTER if fits else Tier.BUFFERED
