@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-
 # Threads per block of a Tier 1 kernel with shared-memory slots (the lane stride of its slots).
 TIER1_SLOT_THREADS = 32
 
