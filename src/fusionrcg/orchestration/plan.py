@@ -112,11 +112,7 @@ def plan_class(
     n_acc = graph.n_accumulators
     outputs = graph.hrr.output_set
     placement = place_tier1(
-        graph.hrr,
-        tuple(hrr_order),
-        n_acc,
-        model.tier1_register_accumulators(peak_vrr, n_acc),
-        model.tier1_phase2_values,
+        graph.hrr, tuple(hrr_order), n_acc, *model.tier1_budgets(cls.total, peak_vrr, n_acc)
     )
     buffered = [u for u in range(len(graph.hrr)) if u not in outputs]
     return ClassPlan(

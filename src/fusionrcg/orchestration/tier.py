@@ -20,6 +20,7 @@ from ..angmom import QuartetClass
 from ..variants import Tier
 
 DOUBLE_REGISTERS = 2
+UNLIMITED = 1 << 30
 
 
 def paper_accumulator_count(cls: QuartetClass) -> int:
@@ -52,10 +53,16 @@ class RegisterModel:
     tier1_phase2_values: int = 40
     """Values Tier 1's Phase 2 keeps in registers; more go to shared-memory slots."""
 
-    def tier1_register_accumulators(self, peak_live_vrr: int, n_accumulators: int) -> int:
-        """Accumulators that fit next to the VRR frontier in Tier 1's loops."""
+    def tier1_budgets(self, total: int, peak_live_vrr: int, n_accumulators: int) -> tuple[int, int]:
+        """Accumulators Tier 1 keeps in registers through the loops, and values its Phase 2
+        keeps in registers. Up to ``spill_free_max_total`` they are what fits, the rest goes
+        to shared-memory slots; above it everything stays in registers and ptxas spills (on
+        the H200 the large slot banks there cost more occupancy than the spills cost, 0.45x-1.08x
+        over 28 classes of total 7-9, reports/gpu/eri/tier1_slots)."""
+        if total > self.spill_free_max_total:
+            return n_accumulators, UNLIMITED
         room = (self.register_budget - self.tier1_phase1_fixed) // DOUBLE_REGISTERS
-        return max(0, min(n_accumulators, room - peak_live_vrr))
+        return max(0, min(n_accumulators, room - peak_live_vrr)), self.tier1_phase2_values
 
     def phase1_registers(self, peak_live_vrr: int, n_accumulators: int) -> int:
         return DOUBLE_REGISTERS * (peak_live_vrr + n_accumulators) + self.fixed_registers
