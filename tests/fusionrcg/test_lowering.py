@@ -48,7 +48,7 @@ def test_tier1_source_is_straight_line_with_accumulators():
 
 
 def test_tier2_layout_is_consistent():
-    plan = plan_class(QuartetClass(2, 2, 2, 2))
+    plan = plan_class(QuartetClass(2, 2, 2, 2), "tier2-only")
     assert plan.tier is Tier.BUFFERED
     layout = tier2_layout(plan, 500)
     assert sum(len(s.statements) for s in layout.segments) == len(plan.vrr_order)
@@ -70,7 +70,7 @@ def test_tier2_layout_is_consistent():
 
 
 def test_tier2_slot_bank_placement():
-    plan = plan_class(QuartetClass(2, 1, 1, 1))  # 147 slots: one warp's bank is 37 KB
+    plan = plan_class(QuartetClass(2, 1, 1, 1), "tier2-only")  # 147 slots: a warp's bank is 37 KB
     assert plan.tier is Tier.BUFFERED
     shared = lower(plan, "cuda", "store")
     assert shared.bank_threads == SHARED_BANK_THREADS
@@ -85,7 +85,7 @@ def test_tier2_slot_bank_placement():
     forced = lower(plan, "cuda", "store", bank="global")
     assert forced.bank_threads == 0 and "frcg_bank" not in forced.source
     assert lower(plan, "cpp", "store").bank_threads == 0  # the host has no shared memory
-    big = plan_class(QuartetClass(2, 2, 2, 2))  # 1192 slots, 625 integrals
+    big = plan_class(QuartetClass(2, 2, 2, 2), "tier2-only")  # 1192 slots, 625 integrals
     assert lower(big, "cuda", "store").bank_threads == 0
     assert lower(big, "cuda", "store").jk_kernel is None  # the block-form Kernel 2 runs there
     with pytest.raises(ValueError, match="does not fit"):
@@ -103,8 +103,9 @@ def _relative(layout):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):
-    for cls in (QuartetClass(2, 0, 1, 1), QuartetClass(2, 2, 1, 0)):
-        k = lower(plan_class(cls), "cuda", "store")
+    for cls, variant in ((QuartetClass(2, 0, 1, 1), "full"), (QuartetClass(2, 2, 1, 0), "full"),
+                         (QuartetClass(2, 2, 1, 0), "tier2-only")):  # fmt: skip
+        k = lower(plan_class(cls, variant), "cuda", "store")
         src = tmp_path / f"{k.name}.cu"
         src.write_text(k.source)
         report = nvcc_cubin(src, tmp_path / f"{k.name}.cubin", "sm_90", str(cls))

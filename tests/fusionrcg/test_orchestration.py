@@ -89,31 +89,31 @@ def test_tier_model_and_forced_tiers():
     assert small.model_tier == Tier.REGISTER
     fixed = RegisterModel().fixed_registers
     assert small.registers_phase1 == 2 * (small.peak_live_vrr + 36) + fixed
-    assert plan_class(QuartetClass(1, 1, 1, 1)).model_tier == Tier.BUFFERED
-    big = plan_class(QuartetClass(2, 2, 2, 2))
-    assert big.tier == Tier.BUFFERED
-    assert plan_class(QuartetClass(2, 2, 2, 2), "tier1-only").tier == Tier.REGISTER
+    assert small.tier1_placement.n_slots == 0  # everything fits the registers
+    big = plan_class(QuartetClass(3, 2, 2, 2))
+    assert big.cls.total == 9 and big.tier == Tier.REGISTER
+    assert plan_class(QuartetClass(3, 2, 3, 2)).tier == Tier.BUFFERED
+    assert plan_class(QuartetClass(3, 2, 3, 2), "tier1-only").tier == Tier.REGISTER
     assert plan_class(QuartetClass(0, 0, 0, 0), "tier2-only").tier == Tier.BUFFERED
-    assert big.n_accumulators == 31 * 31 and big.n_accumulators_paper == 625
+    g = plan_class(QuartetClass(2, 2, 2, 2))
+    assert g.n_accumulators == 31 * 31 and g.n_accumulators_paper == 625
 
 
-def test_tier1_above_total_6_keeps_classes_up_to_the_spill_limit():
+def test_tier1_budgets_up_to_total_6_and_beyond():
     model = RegisterModel()
-
-    def need(plan):
-        return max(plan.registers_phase1, plan.registers_phase2)
-
-    # up to total 6 only what fits the registers goes to Tier 1
+    # up to total 6 every class goes to Tier 1; what exceeds the budgets goes to slots
     tight = plan_class(QuartetClass(2, 1, 2, 1))
-    assert tight.graph.cls.total == 6 and model.register_budget < need(tight)
-    assert tight.model_tier == Tier.BUFFERED
-    # above it a spilling kernel stays in Tier 1 up to the calibrated limit ...
+    assert tight.cls.total == 6 and tight.model_tier == Tier.REGISTER
+    n_reg, p2 = model.tier1_budgets(6, tight.peak_live_vrr, tight.n_accumulators)
+    assert n_reg < tight.n_accumulators and p2 == model.tier1_phase2_values
+    assert len(tight.tier1_placement.accumulator_slot) == tight.n_accumulators - n_reg
+    # ... unless the slots would not fit one block's shared memory
+    cramped = RegisterModel(tier1_max_slots=10)
+    assert plan_class(QuartetClass(2, 1, 2, 1), model=cramped).model_tier == Tier.BUFFERED
+    # above total 6 everything stays in registers (ptxas spills) up to total 9
     spilled = plan_class(QuartetClass(3, 3, 1, 1))
-    assert model.register_budget < need(spilled) <= model.spilled_tier1_max_registers
-    assert spilled.model_tier == Tier.REGISTER
-    # ... and (2,2|2,2), the one class of total 7-8 where Tier 2 ran faster, is beyond it
-    assert need(plan_class(QuartetClass(2, 2, 2, 2))) > model.spilled_tier1_max_registers
-    strict = RegisterModel(spilled_tier1_max_registers=model.register_budget)
+    assert spilled.model_tier == Tier.REGISTER and spilled.tier1_placement.n_slots == 0
+    strict = RegisterModel(spilled_tier1_max_total=6)
     assert plan_class(QuartetClass(3, 3, 1, 1), model=strict).model_tier == Tier.BUFFERED
 
 

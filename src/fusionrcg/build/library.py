@@ -74,7 +74,7 @@ class LibraryKernel:
     epilogue: Epilogue
     output_shape: tuple[int, int, int, int]
     n_slots: int  # Tier 2: slots of its bank; Tier 1: shared-memory (CPU: local) slots
-    bank_threads: int  # slots in shared memory: threads per block; 0: none or global
+    bank_threads: int  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None  # Tier 2 on the GPU: the generated Kernel 2 in the same binary
     program: Phase2Program | None
     flops: Flops
@@ -91,7 +91,7 @@ class LibraryKernel:
         CPU); None without slots."""
         if not self.n_slots:
             return None
-        if self.bank_threads:
+        if self.target == "cuda" and self.bank_threads:
             return "shared"
         return "local" if self.tier is Tier.REGISTER else "global"
 

@@ -33,7 +33,7 @@ from ..orchestration.plan import ClassPlan
 from ..variants import Tier
 from .boys import boys_source
 from .layout import DEFAULT_SEGMENT_SIZE, PHASE2_SYMBOLS, Tier2Layout, tier2_layout
-from .target import TARGETS, TIER1_SLOT_THREADS, Epilogue, Target
+from .target import TARGETS, TIER1_MAX_SHARED_BYTES, TIER1_THREADS, Epilogue, Target
 
 KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
     const double* __restrict__ seg_xyz, const int* __restrict__ seg_prim,
@@ -79,7 +79,7 @@ class KernelSource:
     n_outputs: int
     n_slots: int  # per quartet: Tier 2's slot buffer, Tier 1's shared-memory slots (or 0)
     layout: Tier2Layout | None
-    bank_threads: int = 0  # threads per block with the slots in shared memory; 0: global
+    bank_threads: int = 0  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
 
 
@@ -470,7 +470,12 @@ def lower(
         body = tgt.tier1_slots(placement.n_slots) if placement.n_slots else []
         body += _tier1_body(plan, epi, placement)
         n_slots = placement.n_slots
-        bank_threads = TIER1_SLOT_THREADS if n_slots and tgt.name == "cuda" else 0
+        bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
+        if 8 * n_slots * bank_threads > TIER1_MAX_SHARED_BYTES:
+            raise ValueError(
+                f"{plan.cls}: Tier 1 needs {n_slots} shared-memory slots per thread, more than "
+                f"{TIER1_MAX_SHARED_BYTES} bytes per block of {TIER1_THREADS} threads"
+            )
     else:
         layout = tier2_layout(plan, segment_size)
         shared = shared_bank(layout.n_slots, tgt, bank)

@@ -129,7 +129,7 @@ def plan_class(
         registers_phase1=model.phase1_registers(peak_vrr, n_acc),
         registers_phase2=model.phase2_registers(peak_hrr),
         tier1_placement=placement,
-        model_tier=model.choose_tier(cls.total, peak_vrr, n_acc, peak_hrr, placement.n_slots),
+        model_tier=model.choose_tier(cls.total, placement.n_slots),
         slots=pack_slots(hrr_ranges, buffered),
         flops=Flops(_phase_flops(graph.vrr), n_acc, _phase_flops(graph.hrr)),
         release_score_used=(vrr_scored, hrr_scored),

@@ -256,7 +256,7 @@ class GpuExecutor:
         sc = cp.asarray(np.ones(n) if scales is None else np.asarray(scales, dtype=float))
         out = cp.empty((kernel.n_outputs, n))
         threads, smem = THREADS, 0
-        if kernel.bank_threads:  # the slot bank is in shared memory
+        if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
             threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
         buf = cp.empty(max(1, kernel.global_slots * n))
         *prog, p2_len = _program(kernel)
