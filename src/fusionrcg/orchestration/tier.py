@@ -44,8 +44,8 @@ class RegisterModel:
     spill-free Tier 1 kernels there) and place the rest in shared-memory slots."""
     spilled_tier1_max_total: int = 9
     """Above ``spill_free_max_total`` and up to this total a class stays in Tier 1 with its
-    spills: on the H200 that kernel ran 1.02x-2.3x faster than Tier 2 on all 42 classes of
-    total 7-9. Above, straight-line Tier 1 code takes tens of minutes to hours of ptxas per
+    spills: on the H200 that kernel ran 1.00x-2.35x faster than Tier 2 (J/K) on all 42
+    classes of total 7-9. Above, straight-line Tier 1 code takes tens of minutes to hours of ptxas per
     class ((3,2|3,2) 6 min, (4,1|3,3) 30 min, (4,2|4,2) over an hour)."""
     tier1_phase1_fixed: int = 130
     """Registers ptxas spends in Tier 1's primitive loops besides the VRR frontier and the
@@ -61,8 +61,8 @@ class RegisterModel:
         """Accumulators Tier 1 keeps in registers through the loops, and values its Phase 2
         keeps in registers. Up to ``spill_free_max_total`` they are what fits, the rest goes
         to shared-memory slots; above it everything stays in registers and ptxas spills (on
-        the H200 the large slot banks there cost more occupancy than the spills cost: 0.45x-1.08x
-        over 28 classes of total 7-9, reports/gpu/eri/tier1_slots)."""
+        the H200 the large slot banks there cost more occupancy than the spills: slots ran at
+        0.45x-1.18x, median 0.73x, over 29 classes of total 7-9, reports/gpu/eri/tier1_slots)."""
         if total > self.spill_free_max_total:
             return n_accumulators, UNLIMITED
         room = (self.register_budget - self.tier1_phase1_fixed) // DOUBLE_REGISTERS
