@@ -6,8 +6,9 @@ import enum
 from dataclasses import dataclass
 
 # Threads per block of Tier 1 kernels, also the lane stride of their shared-memory slots. Blocks
-# of one warp release their SM resources warp by warp: 0.98x-1.11x (median 1.01x) against blocks
-# of 128 on the H200 over the classes up to total 6, most where primitive counts vary most (reports/gpu/eri/tier1_slots).
+# of one warp release their SM resources warp by warp: 0.98x-1.11x (median 1.01x) against
+# blocks of 128 on the H200 over the classes up to total 6, most where primitive counts vary
+# most (reports/gpu/eri/tier1_slots).
 TIER1_THREADS = 32
 TIER1_MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory of one block (sm_90)
 

@@ -45,8 +45,8 @@ class RegisterModel:
     spilled_tier1_max_total: int = 9
     """Above ``spill_free_max_total`` and up to this total a class stays in Tier 1 with its
     spills: on the H200 that kernel ran 1.00x-2.35x faster than Tier 2 (J/K) on all 42
-    classes of total 7-9. Above, straight-line Tier 1 code takes tens of minutes to hours of ptxas per
-    class ((3,2|3,2) 6 min, (4,1|3,3) 30 min, (4,2|4,2) over an hour)."""
+    classes of total 7-9. Above, straight-line Tier 1 code takes tens of minutes to hours of
+    ptxas per class ((3,2|3,2) 6 min, (4,1|3,3) 30 min, (4,2|4,2) over an hour)."""
     tier1_phase1_fixed: int = 130
     """Registers ptxas spends in Tier 1's primitive loops besides the VRR frontier and the
     accumulators in registers. Calibrated with ptxas (sm_90, CUDA 13): with it and

@@ -51,9 +51,8 @@ def main() -> None:
     u["ratio"] = (u.blocks32_qps / u.blocks128_qps).round(3)
     print("## Tier 1 up to total 6: blocks of 32 against blocks of 128 threads\n")
     print(u.sort_values("total").to_markdown(floatfmt=".3g"))
-    print(
-        f"\n{len(u)} classes: {u.ratio.min():.2f}x-{u.ratio.max():.2f}x (median {u.ratio.median():.2f}x)"
-    )
+    r = u.ratio
+    print(f"\n{len(u)} classes: {r.min():.2f}x-{r.max():.2f}x (median {r.median():.2f}x)")
 
 
 if __name__ == "__main__":
