@@ -253,10 +253,25 @@ def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
     assert "Tier 1 fails to compile beyond total 12" in text
     assert "2.68" in text and "Test GPU" in text
     assert "no-dsa: boom" in text
+    assert "Measured Tier 1 kernels up to total 6 with spill stores: none" in text
     for ablation, t in ablations.items():
         ablation_figure(t, ablation, ablation, tmp_path / f"{ablation}.png")
     tier_figure(tiers, tmp_path / "tiers.png")
     assert all((tmp_path / f"{a}.png").stat().st_size > 0 for a in gpu_results.ABLATIONS)
+
+
+def test_summary_names_spilling_tier1_kernels_up_to_total_6():
+    rows = [measurement(QuartetClass(1, 1, 1, 1), "tier1-only", "jk", 1e8, 1)]
+    rows[0]["spill_store_bytes"] = 8
+    rows.append(measurement(QuartetClass(1, 0, 1, 0), "full", "store", 1e8, 1))
+    rows.append(measurement(QuartetClass(2, 2, 2, 1), "tier1-only", "jk", 1e8, 1))
+    rows[-1]["spill_store_bytes"] = 800  # above total 6 spills are accepted
+    table = gpu_results.throughput_table(
+        pd.DataFrame(rows).assign(source="campaign", source_rank=0, superseded=False, error=None),
+        PEAK,
+    )
+    text = gpu_summary._tier1_spills(table, 6)
+    assert "with spill stores: (1,1|1,1) (of 2 classes)" in text
 
 
 def test_report_script_end_to_end(tmp_path):
