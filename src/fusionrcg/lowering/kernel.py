@@ -244,7 +244,13 @@ def _tier1_body(plan: ClassPlan, epilogue: Epilogue, placement: Tier1Placement) 
         ]
     # each integral leaves as soon as it exists, so that outputs do not pile up in registers
     index = list(product(*(range(s) for s in g.output_shape)))
-    output_of = {v: k for k, v in enumerate(g.hrr.outputs)}
+    outputs_of: dict[int, list[int]] = {}
+    for k, v in enumerate(g.hrr.outputs):
+        outputs_of.setdefault(v, []).append(k)
+
+    def leave(v: int) -> list[str]:  # a computed vertex: every output position it fills
+        return [_epilogue_line(epilogue, k, index[k], name(v)) for k in outputs_of.get(v, ())]
+
     lines += [
         _epilogue_line(epilogue, k, index[k], name(v))
         for k, v in enumerate(g.hrr.outputs)
@@ -253,8 +259,7 @@ def _tier1_body(plan: ClassPlan, epilogue: Epilogue, placement: Tier1Placement) 
     for step in placement.steps:
         v = step.vertex
         lines.append(f"const double h{v} = {_expr(g.hrr.nodes[v].terms, name)};")
-        if v in output_of:
-            lines.append(_epilogue_line(epilogue, output_of[v], index[output_of[v]], name(v)))
+        lines += leave(v)
         for x, s in step.to_slot:
             lines.append(f"SACC({s}) = {name(x)};")
             slot[x] = s
