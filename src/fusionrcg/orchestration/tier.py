@@ -35,10 +35,10 @@ class RegisterModel:
     register_budget: int = 255
     """Architectural per-thread limit of 32-bit registers."""
     fixed_registers: int = 110
-    """Registers the kernel spends besides graph values: pair quantities, Boys temporaries,
-    addresses and loop state. Calibrated against ptxas (sm_90, CUDA 13) on every class with
-    total <= 7 compiled as Tier 1: with it, the model sends to Tier 1 exactly the classes whose
-    Tier 1 kernel compiles without spills (reports/eri/build)."""
+    """Registers the kernel spends besides graph values (pair quantities, Boys temporaries,
+    addresses and loop state) in the Eq. 6 estimates of both phases that the reports show;
+    calibrated against ptxas (sm_90, CUDA 13) on the classes up to total 7 whose whole bank
+    fits the registers."""
     spill_free_max_total: int = 6
     """Up to this total Tier 1 kernels keep within the registers (the acceptance asks for
     spill-free Tier 1 kernels there) and place the rest in shared-memory slots."""
@@ -55,7 +55,8 @@ class RegisterModel:
     """Values Tier 1's Phase 2 keeps in registers (or as many as accumulators the loops kept
     in registers, if more); more go to shared-memory slots."""
     tier1_max_slots: int = 896
-    """Shared-memory slots a Tier 1 kernel may use: 227 KB per block of 32 threads."""
+    """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
+    this many shared-memory slots per thread: 227 KB per block of 32 threads."""
 
     def tier1_budgets(self, total: int, peak_live_vrr: int, n_accumulators: int) -> tuple[int, int]:
         """Accumulators Tier 1 keeps in registers through the loops, and values its Phase 2
@@ -75,10 +76,6 @@ class RegisterModel:
 
     def phase2_registers(self, peak_live_hrr: int) -> int:
         return DOUBLE_REGISTERS * peak_live_hrr + self.fixed_registers
-
-    tier1_max_slots: int = 1 << 30
-    """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at
-    most this many shared-memory slots per thread."""
 
     def choose_tier(self, total: int, tier1_slots: int) -> Tier:
         if total <= self.spill_free_max_total:
