@@ -238,3 +238,10 @@ def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_pa
     ref = reference_eri(mol, quartet)
     tol = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
     assert tol.normalized(np.abs(value - ref), ref).max() <= 1.0
+
+
+def test_tier1_slot_limit_matches_one_blocks_shared_memory():
+    from fusionrcg.lowering.target import TIER1_MAX_SHARED_BYTES, TIER1_THREADS
+    from fusionrcg.orchestration.tier import RegisterModel
+
+    assert RegisterModel().tier1_max_slots == TIER1_MAX_SHARED_BYTES // (8 * TIER1_THREADS)
