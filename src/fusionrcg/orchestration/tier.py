@@ -54,7 +54,7 @@ class RegisterModel:
     tier1_phase2_values: int = 32
     """Values Tier 1's Phase 2 keeps in registers (or as many as accumulators the loops kept
     in registers, if more); more go to shared-memory slots."""
-    tier1_max_slots: int = 896
+    tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
 
