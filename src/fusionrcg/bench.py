@@ -59,6 +59,7 @@ class Measurement:
     slots_per_quartet: int
     bank: str  # where a Tier 2 slot bank is: "shared", "global" ("" for Tier 1)
     kernel2: str  # Tier 2 with the J/K epilogue: the Kernel 2 form ("block", "thread"), else ""
+    quartet_order: str  # "primitive": warps grouped by primitive counts; "given": as sampled
 
     def row(self) -> dict:
         return asdict(self)
@@ -156,5 +157,5 @@ def measure(
         spill_store_bytes=r.spill_store_bytes, spill_load_bytes=r.spill_load_bytes,
         stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
         bank=kernel.slot_bank or "",
-        kernel2=form,
+        kernel2=form, quartet_order="primitive" if executor.uniform_warps else "given",
     )  # fmt: skip

@@ -93,7 +93,7 @@ def bench(args) -> int:
 
     inputs, out = Path(args.inputs), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ex = GpuExecutor(kernel_dir=args.kernel_dir)
+    ex = GpuExecutor(kernel_dir=args.kernel_dir, uniform_warps=args.quartet_order == "primitive")
     cp = ex.cp
     peak = B.fp64_peak(cp)
     info = provenance(**gpu_info(cp), fp64_fma_peak=peak, command=" ".join(sys.argv))
@@ -223,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", required=True)
     b.add_argument("--kernel-dir", default=None)
     b.add_argument("--budget", type=float, default=400.0, help="seconds of measuring")
+    b.add_argument(
+        "--quartet-order", choices=("primitive", "given"), default="primitive",
+        help="launch order: grouped by primitive counts (the runtime's) or as sampled",
+    )  # fmt: skip
     b.set_defaults(run=bench)
     k = sub.add_parser("kernels")
     k.add_argument("--inputs", required=True)

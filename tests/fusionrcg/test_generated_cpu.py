@@ -83,6 +83,22 @@ def test_unique_quartets_cover_all_with_weights():
     assert np.isclose((8 * weight).sum(), n**4)
 
 
+def test_primitive_order_groups_equal_patterns(get_molecule):
+    """The GPU launch order: a stable permutation after which every primitive-count pattern is
+    one contiguous run (so warps are uniform), in the caller's order within each run."""
+    basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
+    quartets, _ = unique_segment_quartets(basis)
+    order = basis.primitive_order(quartets)
+    assert np.array_equal(np.sort(order), np.arange(len(quartets)))
+    counts = basis.prim[quartets[order], 1]
+    changes = np.flatnonzero(np.any(counts[1:] != counts[:-1], axis=1))
+    runs = len(changes) + 1
+    assert runs == len({tuple(c) for c in counts}) > 1
+    starts = np.concatenate([[0], changes + 1, [len(order)]])
+    for lo, hi in zip(starts[:-1], starts[1:]):
+        assert np.all(np.diff(order[lo:hi]) > 0)
+
+
 def fusionrcg_mol():
     from qcbench.molecules import load
 

@@ -28,8 +28,8 @@ THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
     "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
     "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
-    "bank", "bank_request", "kernel2", "kernel2_request", "source", "source_rank", "superseded",
-    "error",
+    "bank", "bank_request", "kernel2", "kernel2_request", "quartet_order", "source",
+    "source_rank", "superseded", "error",
 )  # fmt: skip
 # the ablations of the paper's Figs. 5(b), 6 and 7: the variant each one sets against full
 ABLATIONS = {"axis": "no-axis", "dsa": "no-dsa", "spherical": "no-spherical"}
@@ -51,14 +51,16 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     """Records of runs that predate the slot-bank and Kernel 2 options, in today's terms: no
-    request is "auto", a Tier 2 bank was in global memory and a Tier 2 J/K record ran Kernel 2
-    as a block per quartet."""
+    request is "auto", a Tier 2 bank was in global memory, a Tier 2 J/K record ran Kernel 2
+    as a block per quartet, and the quartets ran in the order they were sampled."""
     df = records.copy()
-    for col in ("bank", "bank_request", "kernel2", "kernel2_request", "slots_per_quartet", "error"):
+    optional = ("bank", "bank_request", "kernel2", "kernel2_request", "quartet_order")
+    for col in (*optional, "slots_per_quartet", "error"):
         if col not in df:
             df[col] = np.nan
-    for col in ("bank_request", "kernel2_request"):
-        df[col] = df[col].where(df[col].notna(), "auto")
+    for col, default in (("bank_request", "auto"), ("kernel2_request", "auto"),
+                         ("quartet_order", "given")):  # fmt: skip
+        df[col] = df[col].where(df[col].notna(), default)
     ok = df["error"].isna()
     df.loc[ok & (df["slots_per_quartet"] > 0) & df["bank"].isna(), "bank"] = "global"
     old = (df["variant"] == "tier2-only") & (df["epilogue"] == "jk") & df["kernel2"].isna()

@@ -52,6 +52,13 @@ class SegmentedBasis:
         """All segment quartets of a shell quartet, in PySCF's contraction-major order."""
         return list(product(*(self.segments(s) for s in shells)))
 
+    def primitive_order(self, quartets: np.ndarray) -> np.ndarray:
+        """A stable ordering of segment ``quartets`` (n, 4) that groups equal primitive-count
+        patterns, so that the threads of a warp run the same number of primitive loop trips
+        (a warp runs as long as its longest quartet)."""
+        counts = self.prim[np.asarray(quartets), 1]
+        return np.lexsort(counts.T[::-1]).astype(np.intp)
+
 
 def segment_basis(mol) -> SegmentedBasis:
     check_mole(mol)
