@@ -15,8 +15,7 @@ from .angmom import QuartetClass
 from .lowering.target import Epilogue
 from .orchestration.plan import Flops
 from .runtime.basis import SegmentedBasis
-from .runtime.gpu import kernel2_form
-from .variants import Tier, get_variant
+from .variants import get_variant
 
 TARGET_FLOPS_PER_LAUNCH = 4e11  # about 20-40 ms of FP64 work per launch
 MAX_QUARTETS = 1 << 20
@@ -58,7 +57,7 @@ class Measurement:
     stack_bytes: int
     slots_per_quartet: int
     bank: str  # where a Tier 2 slot bank is: "shared", "global" ("" for Tier 1)
-    kernel2: str  # Tier 2 with the J/K epilogue: the Kernel 2 form ("block", "thread"), else ""
+    kernel2: str  # J/K epilogue: "fused" (Tier 1) or the Kernel 2 form; store epilogue: ""
     quartet_order: str  # "primitive": warps grouped by primitive counts; "given": as sampled
 
     def row(self) -> dict:
@@ -134,16 +133,15 @@ def measure(
     if epilogue is Epilogue.JK:
         nao = basis.nao
         vj, vk = cp.zeros((nao, nao)), cp.zeros((nao, nao))
-        launch = executor.prepare(kernel, quartets, basis, np.full(n, 0.125), dm, vj, vk)
-        if kernel.tier is Tier.REGISTER:
-            run = launch
-        else:
-            form = kernel2_form(kernel.output_shape, kernel2, kernel.jk_kernel is not None)
-            contract = executor.contraction(kernel, launch, dm, vj, vk, form)
+        kernel, form, batches = executor.jk_launches(
+            cls, get_variant(variant), basis.spherical, quartets, np.full(n, 0.125), basis, dm,
+            vj, vk, kernel2, bank,
+        )  # fmt: skip
+        runs = list(batches)
 
-            def run() -> None:
-                launch()
-                contract()
+        def run() -> None:
+            for r in runs:
+                r()
     else:
         run = executor.prepare(kernel, quartets, basis)
     seconds, fastest = event_median(cp, run)

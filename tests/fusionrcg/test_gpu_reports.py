@@ -15,6 +15,7 @@ from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.bench import Measurement
 from fusionrcg.reporting import gpu_results, gpu_summary
 from fusionrcg.reporting.gpu_figures import ablation_figure, tier_figure
+from fusionrcg.variants import Tier
 from fusionrcg.verify import ClassErrors
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
@@ -42,7 +43,7 @@ def measurement(
         fraction_of_peak=flops / seconds / PEAK, mean_primitive_quartets=81.0,
         registers=128 if tier == 1 else 255, spill_store_bytes=0, spill_load_bytes=0,
         stack_bytes=0, slots_per_quartet=0 if tier == 1 else 90, bank="" if tier == 1 else bank,
-        kernel2=kernel2,
+        kernel2=kernel2, quartet_order="primitive",
     ).row()  # fmt: skip
     if tier == 2 and not kernel2:  # the first campaign's records had neither field
         del row["bank"], row["kernel2"]
@@ -67,6 +68,11 @@ def measurements() -> list[dict]:
             rows.append({"class": cls.tag, "variant": "tier2-only", "epilogue": "jk",
                          "error": "CompileError: exceeded 300 s"})  # fmt: skip
     return rows
+
+
+def runtime_forms(tier2_form: str):
+    """A stand-in for the runtime's J/K forms: Tier 1 fused, Tier 2 ``tier2_form``."""
+    return lambda shape, tier=Tier.BUFFERED: "fused" if tier is Tier.REGISTER else tier2_form
 
 
 def plans() -> pd.DataFrame:
@@ -173,7 +179,7 @@ def test_ablations_are_full_over_the_variant_with_missing_reasons(results):
 def test_tier_choice_counts_classes_with_both_tiers(results, monkeypatch):
     # Tier 2 as the runtime runs it; with Kernel 2 a block per quartet the campaign's records
     # count, and the re-measured (1,1|0,0) block-form record
-    monkeypatch.setattr(gpu_results, "kernel2_form", lambda shape: "block")
+    monkeypatch.setattr(gpu_results, "kernel2_form", runtime_forms("block"))
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers = gpu_results.tier_table(table, gpu_results.model_tiers(plans()))
     assert len(tiers) == len(canonical_classes(1))
@@ -229,7 +235,7 @@ def test_tier2_is_the_form_the_runtime_runs(results):
 
 
 def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
-    monkeypatch.setattr(gpu_results, "kernel2_form", lambda shape: "block")
+    monkeypatch.setattr(gpu_results, "kernel2_form", runtime_forms("block"))
     table = gpu_results.throughput_table(results.measurements, PEAK)
     tiers_by_class = gpu_results.model_tiers(plans())
     ablations = {a: gpu_results.ablation_table(table, QUARTETS, a) for a in gpu_results.ABLATIONS}
@@ -311,3 +317,18 @@ def test_paper_quartets_set_tier1_only_against_tier2_only(tmp_path):
     text = gpu_summary.paper_quartet_tiers(paired, above=2)
     assert "Tier 1-only over Tier 2-only: 3.00x at (1,1|1,0)" in text
     assert "(1,0|1,0)" not in text  # total 2 is not above 2
+
+
+def test_runtime_jk_forms_by_tier_and_size():
+    """Tier 1 folds J/K into its epilogue up to the limit, then stores and runs Kernel 2 (never
+    a generated one: Tier 1 binaries hold none); Tier 2 never fuses."""
+    from fusionrcg.runtime.gpu import TIER1_FUSED_JK_MAX_OUTPUTS, kernel2_form
+
+    small, large = (TIER1_FUSED_JK_MAX_OUTPUTS, 1, 1, 1), (TIER1_FUSED_JK_MAX_OUTPUTS + 1, 1, 1, 1)
+    assert kernel2_form(small, tier=Tier.REGISTER) == "fused"
+    assert kernel2_form(large, tier=Tier.REGISTER) == kernel2_form(large, generated=False)
+    assert kernel2_form((3, 3, 3, 1), tier=Tier.REGISTER) == "fused"
+    assert kernel2_form(small) == "generated"
+    assert kernel2_form(small, "thread", tier=Tier.REGISTER) == "thread"
+    with pytest.raises(ValueError, match="only Tier 1"):
+        kernel2_form(small, "fused")

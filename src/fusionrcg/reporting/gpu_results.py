@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..angmom import QuartetClass, shell_size
 from ..runtime.gpu import kernel2_form
+from ..variants import Tier
 
 THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
@@ -52,7 +53,8 @@ def read_jsonl(path: str | Path) -> list[dict]:
 def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     """Records of runs that predate the slot-bank and Kernel 2 options, in today's terms: no
     request is "auto", a Tier 2 bank was in global memory, a Tier 2 J/K record ran Kernel 2
-    as a block per quartet, and the quartets ran in the order they were sampled."""
+    as a block per quartet, a Tier 1 one its fused epilogue, and the quartets ran in the order
+    they were sampled."""
     df = records.copy()
     optional = ("bank", "bank_request", "kernel2", "kernel2_request", "quartet_order")
     for col in (*optional, "slots_per_quartet", "error"):
@@ -65,6 +67,9 @@ def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     df.loc[ok & (df["slots_per_quartet"] > 0) & df["bank"].isna(), "bank"] = "global"
     old = (df["variant"] == "tier2-only") & (df["epilogue"] == "jk") & df["kernel2"].isna()
     df.loc[old, "kernel2"] = "block"
+    unnamed = df["kernel2"].isna() | (df["kernel2"] == "")
+    fused = (df["tier"] == 1) & (df["epilogue"] == "jk") & unnamed & ok
+    df.loc[fused, "kernel2"] = "fused"
     return df
 
 
@@ -196,17 +201,20 @@ def _output_shape(cls: str) -> tuple[int, ...]:
 
 
 def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
-    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput (Tier 2
-    as the runtime runs it: its own slot-bank placement, the Kernel 2 form ``kernel2_form``
-    picks), the faster tier (where both ran) and the model's tier."""
+    """Per class measured with the J/K epilogue: Tier 1-only and Tier 2-only throughput, each
+    as the runtime runs it (Tier 2 with its own slot-bank placement; both with the J/K form
+    ``kernel2_form`` picks for the tier), the faster tier (where both ran) and the model's
+    tier."""
     latest = current(throughput)
     jk = latest[(latest["epilogue"] == "jk") & (latest["bank_request"] == "auto")]
     rows = []
     for cls, measured in jk.groupby("class", sort=False):
-        form = kernel2_form(_output_shape(cls))
-        runtime = (measured["variant"] != "tier2-only") | measured["kernel2"].isin([form])
-        runtime |= measured["error"].notna()
-        t1, t1_err, _ = _rate(measured, "tier1-only", "jk")
+        shape = _output_shape(cls)
+        form = kernel2_form(shape)
+        form1 = kernel2_form(shape, tier=Tier.REGISTER)
+        expected = np.where(measured["variant"] == "tier1-only", form1, form)
+        runtime = measured["error"].notna() | (measured["kernel2"] == expected)
+        t1, t1_err, _ = _rate(measured[runtime], "tier1-only", "jk")
         t2, t2_err, _ = _rate(measured[runtime], "tier2-only", "jk")
         both = np.isfinite(t1) and np.isfinite(t2)
         faster = (1 if t1 > t2 else 2) if both else None
@@ -217,6 +225,7 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
                 "total": int(measured["total"].iloc[0]),
                 "tier1_qps": t1,
                 "tier2_qps": t2,
+                "tier1_jk": form1,
                 "tier2_kernel2": form,
                 "tier1_over_tier2": t1 / t2,
                 "faster_tier": faster,

@@ -1,12 +1,15 @@
 """GPU executor: generated cubins launched through CuPy, plus Kernel 2 (the J/K contraction of
-Tier 2) in three forms: the class's own generated kernel in the Tier 2 binary, one thread per
-quartet with the integral loop unrolled at compile time (``generated``, small classes); one
-thread block per quartet staging its integrals and density tiles in shared memory (``block``,
-larger classes); or one thread per quartet looping over the integrals at run time
-(``thread``, where a binary has no generated kernel)."""
+stored integrals) in three forms: the class's own generated kernel in the Tier 2 binary, one
+thread per quartet with the integral loop unrolled at compile time (``generated``, small
+classes); one thread block per quartet staging its integrals and density tiles in shared memory
+(``block``, larger classes); or one thread per quartet looping over the integrals at run time
+(``thread``, where a binary has no generated kernel). Tier 1 folds its integrals into J and K
+in its own epilogue (``fused``) up to ``TIER1_FUSED_JK_MAX_OUTPUTS`` integrals; larger Tier 1
+classes store them and run Kernel 2 as Tier 2 does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,7 +33,12 @@ JK_THREADS = 64
 # integrals, the faster of the two run-time forms there on the H200, and the block form above
 # (reports/gpu/eri/tier2_bank)
 KERNEL2_THREAD_MAX_OUTPUTS = 40
-KERNEL2_FORMS = ("auto", "generated", "block", "thread")
+# Tier 1's fused J/K epilogue makes six atomic updates per integral; Kernel 2's block form
+# makes one per element of the six J/K blocks a quartet touches. With warps of uniform
+# primitive counts the atomic updates bound the fused epilogue of the larger classes
+# (reports/gpu/eri/primitive_order).
+TIER1_FUSED_JK_MAX_OUTPUTS = 60
+KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 
 JK_TRANSFORM = r"""
 extern "C" __global__ void frcg_jk_transform(
@@ -171,15 +179,23 @@ def _jk_transform(form: str):
     return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(name)
 
 
-def kernel2_form(shape, form: str = "auto", generated: bool | None = None) -> str:
-    """The Kernel 2 form for a class with integrals of ``shape``: ``form`` unless "auto";
-    ``generated``: whether the Tier 2 binary holds a generated Kernel 2 (by default, whether
-    the generator emits one for this size)."""
+def kernel2_form(
+    shape, form: str = "auto", generated: bool | None = None, tier: Tier = Tier.BUFFERED
+) -> str:
+    """How a class with integrals of ``shape`` in ``tier`` builds J and K: ``form`` unless
+    "auto"; ``generated``: whether the Tier 2 binary holds a generated Kernel 2 (by default,
+    whether the generator emits one for this size; Tier 1 binaries hold none)."""
     if form not in KERNEL2_FORMS:
         raise ValueError(f"unknown Kernel 2 form {form!r}; one of {', '.join(KERNEL2_FORMS)}")
+    if form == "fused" and tier is not Tier.REGISTER:
+        raise ValueError("only Tier 1 kernels fold J and K into their own epilogue")
     if form != "auto":
         return form
     n = int(np.prod(shape))
+    if tier is Tier.REGISTER:
+        if n <= TIER1_FUSED_JK_MAX_OUTPUTS:
+            return "fused"
+        generated = False
     if generated is None:
         generated = n <= GENERATED_KERNEL2_MAX_OUTPUTS
     if generated:
@@ -289,7 +305,7 @@ class GpuExecutor:
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         out = np.empty((len(quartets), kernel.n_outputs))
-        for lo, hi in _batches(len(quartets), kernel.global_slots):
+        for lo, hi in _batches(len(quartets), kernel.global_slots + kernel.n_outputs):
             launch = self.prepare(kernel, quartets[lo:hi], basis)
             launch()
             out[lo + launch.order] = self.cp.asnumpy(launch.out).T
@@ -319,18 +335,40 @@ class GpuExecutor:
             kernel2.max_dynamic_shared_size_bytes = smem
         return lambda: kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
 
+    def jk_launches(
+        self, cls, variant, spherical, quartets, scales, basis: SegmentedBasis, dm, vj, vk,
+        form: str = "auto", bank: str = "auto",
+    ) -> tuple[LibraryKernel, str, Iterator[Callable[[], None]]]:  # fmt: skip
+        """The kernel that evaluates the integrals, the J/K form (``kernel2_form``) and the
+        batches, each prepared when reached (a batch's integral buffer lives until the next
+        one), that add the quartets' half J and K into the device arrays ``vj`` and ``vk``."""
+        kernel = self.kernel(cls, variant, spherical, Epilogue.JK, bank)
+        form = kernel2_form(kernel.output_shape, form, kernel.jk_kernel is not None, kernel.tier)
+        if form == "fused":
+            return kernel, form, iter([self.prepare(kernel, quartets, basis, scales, dm, vj, vk)])
+        if kernel.tier is Tier.REGISTER:
+            kernel = self.kernel(cls, variant, spherical, Epilogue.STORE, bank)
+
+        def batches() -> Iterator[Callable[[], None]]:
+            for lo, hi in _batches(len(quartets), kernel.global_slots + kernel.n_outputs):
+                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
+                contract = self.contraction(kernel, launch, dm, vj, vk, form)
+
+                def run(launch=launch, contract=contract) -> None:
+                    launch()
+                    contract()
+
+                yield run
+
+        return kernel, form, batches()
+
     def jk(self, cls, variant, spherical, quartets, scales, basis: SegmentedBasis, dm):
         cp = self.cp
         nao = basis.nao
         vj = cp.zeros((nao, nao))
         vk = cp.zeros((nao, nao))
         dmd = cp.asarray(np.ascontiguousarray(dm, dtype=float))
-        kernel = self.kernel(cls, variant, spherical, Epilogue.JK)
-        if kernel.tier is Tier.REGISTER:
-            self.prepare(kernel, quartets, basis, scales, dmd, vj, vk)()
-        else:
-            for lo, hi in _batches(len(quartets), kernel.global_slots):
-                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
-                launch()
-                self.contraction(kernel, launch, dmd, vj, vk)()
+        _, _, runs = self.jk_launches(cls, variant, spherical, quartets, scales, basis, dmd, vj, vk)
+        for run in runs:
+            run()
         return cp.asnumpy(vj), cp.asnumpy(vk)

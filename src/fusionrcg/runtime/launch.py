@@ -21,7 +21,7 @@ from ..variants import Tier, Variant
 from .basis import SegmentedBasis
 
 BUFFER_BUDGET_BYTES = 1 << 30
-"""Slot-buffer memory per launch; larger batches are split."""
+"""Buffer memory (slots, and on the GPU the integrals) per launch; larger batches are split."""
 
 
 class DeviceError(RuntimeError):
