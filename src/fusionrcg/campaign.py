@@ -165,10 +165,11 @@ def verify(args) -> int:
 def _kernel_jobs(plan: list[dict], verify: bool) -> list[tuple[str, str, bool, str, str]]:
     """(class tag, variant, spherical, epilogue, bank) of every kernel the benchmarks run, and
     with ``verify`` those of the verification too."""
-    jobs = {
-        (item["class"], item["variant"], True, item["epilogue"], item.get("bank", "auto"))
-        for item in plan
-    }
+    jobs = set()
+    for item in plan:
+        # J/K through Kernel 2 runs the store kernel (Tier 1's larger classes; all of Tier 2)
+        for epilogue in {item["epilogue"], "store"}:
+            jobs.add((item["class"], item["variant"], True, epilogue, item.get("bank", "auto")))
     for cls in canonical_classes() if verify else []:
         for spherical in (True, False):
             jobs.add((cls.tag, "full", spherical, "store", "auto"))
