@@ -167,8 +167,12 @@ def _kernel_jobs(plan: list[dict], verify: bool) -> list[tuple[str, str, bool, s
     with ``verify`` those of the verification too."""
     jobs = set()
     for item in plan:
-        # J/K through Kernel 2 runs the store kernel (Tier 1's larger classes; all of Tier 2)
-        for epilogue in {item["epilogue"], "store"}:
+        # J/K through Kernel 2 runs the store kernel (Tier 1's larger classes; all of Tier 2,
+        # whose J/K kernel is its store kernel)
+        epilogues = {item["epilogue"], "store"}
+        if item["variant"] == "tier2-only":
+            epilogues = {"store"}
+        for epilogue in epilogues:
             jobs.add((item["class"], item["variant"], True, epilogue, item.get("bank", "auto")))
     for cls in canonical_classes() if verify else []:
         for spherical in (True, False):
