@@ -161,7 +161,9 @@ def test_generated_boys_function_is_accurate(tmp_path):
     table = np.ascontiguousarray(boys_table())
     f = np.zeros(BOYS_MAX_ORDER + 1)
     worst = 0.0
-    grid = np.concatenate([[0.0, 1e-10], np.linspace(0.013, 45.0, 160), [29.99, 30.0, 1e3]])
+    grid = np.concatenate(
+        [[0.0, 1e-10], np.linspace(0.013, 45.0, 160), np.linspace(30.0, 31.0, 11), [29.99, 1e3]]
+    )
     with mpmath.workdps(40):
         for t in grid:
             lib.boys(BOYS_MAX_ORDER, t, table.ctypes.data_as(ptr), f.ctypes.data_as(ptr))

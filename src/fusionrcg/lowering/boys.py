@@ -4,7 +4,9 @@ For T < ``T_SWITCH`` the highest needed order comes from a Taylor expansion abou
 grid point T_k = k h (h = ``GRID_STEP``, so |T - T_k| <= h/2):
 F_m(T) = sum_{j<=TAYLOR_TERMS} F_{m+j}(T_k) (T_k - T)^j / j!, and lower orders from the stable
 downward recursion. Above it, F_0 = sqrt(pi/T) erf(sqrt(T)) / 2 and the upward recursion, as in
-the NumPy reference (``fusionrcg.reference.boys``), which also fills the table.
+the NumPy reference (``fusionrcg.reference.boys``), which also fills the table; there erf comes
+from the asymptotic series of erfc and the exp(-T) both branches need, not from an erf call: a
+warp whose quartets straddle T_SWITCH runs both branches, so this one is kept short.
 """
 
 from __future__ import annotations
@@ -58,8 +60,18 @@ def boys_source(device_prefix: str) -> str:
         f[mmax] = s;
         for (int m = mmax - 1; m >= 0; --m) f[m] = (2.0 * t * f[m + 1] + e) * inv_odd[m];
     }} else {{
-        const double half_inv_t = 0.5 / t;
-        f[0] = 0.5 * sqrt({np.pi!r} / t) * erf(sqrt(t));
+#ifdef __CUDA_ARCH__
+        const double r = rsqrt(t);
+#else
+        const double r = 1.0 / sqrt(t);
+#endif
+        double half_inv_t = 0.5 * r * r;
+        half_inv_t *= 2.0 - 2.0 * t * half_inv_t;  // one Newton step to 1/(2t)
+        // erf(sqrt t) = 1 - erfc(sqrt t), erfc(x) = e^-x^2 / (x sqrt pi) (1 - u + 3u^2 - ...),
+        // u = 1/(2 x^2): beyond T_SWITCH the terms kept leave under 1e-18 of F_0
+        const double erfc_t = e * r * {float(1.0 / np.sqrt(np.pi))!r}
+                              * (1.0 - half_inv_t * (1.0 - 3.0 * half_inv_t));
+        f[0] = {float(0.5 * np.sqrt(np.pi))!r} * r * (1.0 - erfc_t);
         for (int m = 0; m < mmax; ++m) f[m + 1] = ((2 * m + 1) * f[m] - e) * half_inv_t;
     }}
 }}

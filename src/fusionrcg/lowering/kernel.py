@@ -152,7 +152,10 @@ def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
         "const double kcd = cc * prim_coef[pd + jd] * exp(-ec * ed * ooe * rcd2);",
         "const double QCx = ed * ooe * DCx, QCy = ed * ooe * DCy, QCz = ed * ooe * DCz;",
         "const double PQx = ACx + PAx - QCx, PQy = ACy + PAy - QCy, PQz = ACz + PAz - QCz;",
-        "const double ooze = 1.0 / (zeta + eta), rho = zeta * eta * ooze;",
+        # one reciprocal square root gives sqrt(1/(zeta+eta)) and, after a Newton step,
+        # 1/(zeta+eta): a division and a square root less per primitive quartet
+        "const double rsze = RSQRT(zeta + eta), ooze0 = rsze * rsze;",
+        "const double ooze = ooze0 * (2.0 - (zeta + eta) * ooze0), rho = zeta * eta * ooze;",
         "const double T = rho * (PQx * PQx + PQy * PQy + PQz * PQz);",
     ]
     fields = {
@@ -165,7 +168,7 @@ def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
         S.OO2ZE: "0.5 * ooze",
         S.ROZ_OO2Z: "0.5 * rho * ooz * ooz",
         S.ROE_OO2E: "0.5 * rho * ooe * ooe",
-        "pref": f"{_num(pref_const)} * ooz * ooe * sqrt(ooze) * kab * kcd",
+        "pref": f"{_num(pref_const)} * ooz * ooe * rsze * kab * kcd",
     }
     for f in PRIMITIVE_FIELDS:
         if record or f not in (*S.PA, *S.QC):

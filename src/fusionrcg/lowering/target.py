@@ -30,6 +30,7 @@ class Target:
     output_index: str  # OUT(k): output element k of quartet q
     atomic_add: str  # ATOMIC(x, v)
     slot_index: str  # SACC(s): Tier 1 slot s of this thread (see ``placement``)
+    rsqrt: str  # RSQRT(x): 1 / sqrt(x)
 
     def tier1_slots(self, n_slots: int) -> list[str]:
         """Declarations of this thread's ``n_slots`` Tier 1 slots (``frcg_lane``)."""
@@ -49,6 +50,7 @@ class Target:
                 f"#define OUT(k) out[{self.output_index}]",
                 f"#define ATOMIC(x, v) {self.atomic_add}",
                 f"#define SACC(s) frcg_lane[{self.slot_index}]",
+                f"#define RSQRT(x) {self.rsqrt}",
                 "#define DM(i, j) dm[(size_t)(i) * nao + (j)]",
             ]
         )
@@ -68,6 +70,7 @@ CUDA = Target(
     atomic_add="atomicAdd(&(x), (v))",
     # a compile-time lane stride: slot addresses are immediate offsets from one register
     slot_index=f"(s) * {TIER1_THREADS}",
+    rsqrt="rsqrt(x)",
 )
 
 CPP = Target(
@@ -82,6 +85,7 @@ CPP = Target(
     output_index="(size_t)q * nout + (k)",
     atomic_add="((x) += (v))",
     slot_index="s",
+    rsqrt="(1.0 / sqrt(x))",
 )
 
 TARGETS = {t.name: t for t in (CUDA, CPP)}

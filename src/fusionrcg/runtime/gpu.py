@@ -37,7 +37,7 @@ KERNEL2_THREAD_MAX_OUTPUTS = 40
 # makes one per element of the six J/K blocks a quartet touches. With warps of uniform
 # primitive counts the atomic updates bound the fused epilogue of the larger classes
 # (reports/gpu/eri/primitive_order).
-TIER1_FUSED_JK_MAX_OUTPUTS = 60
+TIER1_FUSED_JK_MAX_OUTPUTS = 63
 KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 
 JK_TRANSFORM = r"""
