@@ -82,20 +82,23 @@ def _measurement_key(record: pd.Series) -> tuple:
 
 def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResults:
     """The campaign's records in ``folder`` and those of the subfolders ``remeasured`` (later
-    runs, in order); a record is ``superseded`` when a later run measured the same thing."""
+    runs, in order); a record is ``superseded`` when a later run measured the same thing.
+    ``run_peak`` is the FP64 peak measured in the process that made the record."""
     folder = Path(folder)
+    device = json.loads((folder / "device.json").read_text())
     records = pd.DataFrame(read_jsonl(folder / "measurements.jsonl"))
-    frames = [records.assign(source="campaign", source_rank=0)]
+    frames = [records.assign(source="campaign", source_rank=0, run_peak=device["fp64_fma_peak"])]
     devices = {}
     for rank, sub in enumerate(remeasured, start=1):
         records = pd.DataFrame(read_jsonl(folder / sub / "measurements.jsonl"))
-        frames.append(records.assign(source=sub, source_rank=rank))
         devices[sub] = json.loads((folder / sub / "device.json").read_text())
+        peak = devices[sub].get("fp64_fma_peak", np.nan)
+        frames.append(records.assign(source=sub, source_rank=rank, run_peak=peak))
     merged = _with_defaults(pd.concat(frames, ignore_index=True))
     merged["superseded"] = merged.apply(_measurement_key, axis=1).duplicated(keep="last")
     return GpuResults(
         measurements=merged,
-        device=json.loads((folder / "device.json").read_text()),
+        device=device,
         verification=pd.DataFrame(read_jsonl(folder / "verify_gpu.jsonl")),
         verify_device=json.loads((folder / "verify_device.json").read_text()),
         remeasured=devices,
@@ -111,8 +114,9 @@ def _class_of(record: pd.Series) -> QuartetClass:
 
 
 def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
-    """Every measurement with its FP64 rate as a fraction of ``peak`` (the peak the benchmark
-    measured in the same process); error records keep their reason and no numbers."""
+    """Every measurement with its FP64 rate as a fraction of the peak measured in the process
+    that made it (``run_peak``; ``peak`` where that is unknown); error records keep their
+    reason and no numbers."""
     df = measurements.copy()
     for col in THROUGHPUT_COLUMNS:
         if col not in df:
@@ -120,7 +124,8 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
     classes = df.apply(_class_of, axis=1)
     df["class"] = classes.map(str)
     df["total"] = classes.map(lambda c: c.total)
-    df["fraction_of_peak"] = df["flop_rate"] / peak
+    run_peak = df["run_peak"] if "run_peak" in df else pd.Series(np.nan, index=df.index)
+    df["fraction_of_peak"] = df["flop_rate"] / run_peak.fillna(peak)
     df["error"] = df["error"].where(df["error"].notna(), None)
     return df[list(THROUGHPUT_COLUMNS)].reset_index(drop=True)
 

@@ -261,6 +261,9 @@ def summary_markdown(
         ]
     sections += [
         "## Fig. 8: Tier 1-only against Tier 2-only (J/K epilogue)",
+        "Each tier as the runtime runs it: `tier1_jk` is Tier 1's J/K form (`fused`: atomic "
+        "updates in its own epilogue; otherwise its store kernel and that Kernel 2 form), "
+        "`tier2_kernel2` Tier 2's Kernel 2 form.",
         _md(tiers) if len(tiers) else "No J/K measurements.",
         "## Tier 2 options: slot bank placement and Kernel 2 form (J/K epilogue)",
         tier2_options_section(options),
