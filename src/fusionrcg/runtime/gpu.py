@@ -222,7 +222,7 @@ class Launch:
     threads: int
     shared_mem: int
     args: tuple
-    out: object  # (n_outputs, n) device array, column i for quartet order[i]
+    out: object  # store epilogue: (n_outputs, n) device array, column i for quartet order[i]
     order: np.ndarray  # launched position -> index into the caller's quartets
 
     def __call__(self) -> None:
@@ -283,7 +283,9 @@ class GpuExecutor:
         q = cp.asarray(np.ascontiguousarray(quartets[order]))
         scales = np.ones(n) if scales is None else np.asarray(scales, dtype=float)
         sc = cp.asarray(np.ascontiguousarray(scales[order]))
-        out = cp.empty((kernel.n_outputs, n))
+        # a J/K epilogue writes no integrals: no (n_outputs, n) buffer for it
+        stored = kernel.epilogue is Epilogue.STORE
+        out = cp.empty((kernel.n_outputs, n) if stored else 1)
         threads, smem = THREADS, 0
         if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
             threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
