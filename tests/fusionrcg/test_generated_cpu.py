@@ -14,6 +14,7 @@ import fusionrcg
 from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.jk import get_jk, unique_segment_quartets
 from fusionrcg.runtime.basis import segment_basis
+from fusionrcg.runtime.pairs import primitive_pairs
 from fusionrcg.verify import Tolerance, adjudicate, reference_eri, verify_molecule
 
 TOL = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
@@ -97,6 +98,29 @@ def test_primitive_order_groups_equal_patterns(get_molecule):
     starts = np.concatenate([[0], changes + 1, [len(order)]])
     for lo, hi in zip(starts[:-1], starts[1:]):
         assert np.all(np.diff(order[lo:hi]) > 0)
+
+
+def test_primitive_pairs_are_the_gaussian_products(get_molecule):
+    """The pair data the kernels loop over: one row per primitive pair of each distinct bra or
+    ket segment pair, first segment's primitive outer, against the Gaussian product theorem."""
+    basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
+    quartets, _ = unique_segment_quartets(basis)
+    quartets = quartets[::97]
+    pairs = primitive_pairs(basis, quartets)
+    assert pairs.index.shape == (len(quartets), 2)
+    for (a, b, c, d), (bra, ket) in zip(quartets, pairs.index):
+        for (i, j), p in (((a, b), bra), ((c, d), ket)):
+            first, count = pairs.prim[p]
+            (fi, ni), (fj, nj) = basis.prim[i], basis.prim[j]
+            assert count == ni * nj
+            e1 = np.repeat(basis.exponents[fi : fi + ni], nj)
+            e2 = np.tile(basis.exponents[fj : fj + nj], ni)
+            c12 = np.outer(basis.coefficients[fi : fi + ni], basis.coefficients[fj : fj + nj])
+            r = basis.xyz[j] - basis.xyz[i]
+            zeta = e1 + e2
+            kz = c12.ravel() * np.exp(-e1 * e2 / zeta * (r @ r)) / zeta
+            expected = np.column_stack([zeta, 1 / zeta, kz, np.outer(e2 / zeta, r)])
+            np.testing.assert_allclose(pairs.data[first : first + count], expected, rtol=1e-14)
 
 
 def fusionrcg_mol():

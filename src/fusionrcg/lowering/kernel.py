@@ -1,7 +1,7 @@
 """Lowering of an orchestrated class to CUDA or C++ source.
 
-Both tiers share the quartet prologue (geometry, primitive loops, Gaussian-product quantities,
-Boys function) and differ in where values live:
+Both tiers share the quartet prologue (geometry, the loops over the bra and ket primitive pairs
+with their precomputed Gaussian-product data, Boys function) and differ in where values live:
 
 * Tier 1: one function; VRR vertices, the accumulator bank and Phase 2 are registers in the
   plan's order, up to the model's register budgets; beyond them values live in per-thread
@@ -36,9 +36,9 @@ from .layout import DEFAULT_SEGMENT_SIZE, PHASE2_SYMBOLS, Tier2Layout, tier2_lay
 from .target import TARGETS, TIER1_MAX_SHARED_BYTES, TIER1_THREADS, Epilogue, Target
 
 KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
-    const double* __restrict__ seg_xyz, const int* __restrict__ seg_prim,
-    const int* __restrict__ seg_ao, const double* __restrict__ prim_exp,
-    const double* __restrict__ prim_coef, const double* __restrict__ boys_table,
+    const double* __restrict__ seg_xyz, const int* __restrict__ qpair,
+    const int* __restrict__ seg_ao, const int* __restrict__ pair_prim,
+    const double* __restrict__ pair_data, const double* __restrict__ boys_table,
     double* __restrict__ out, double* __restrict__ buf, const long long stride,
     const int* __restrict__ p2_dst, const int* __restrict__ p2_start,
     const int* __restrict__ p2_src, const double* __restrict__ p2_coef,
@@ -46,6 +46,14 @@ KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restri
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
 
 PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
+
+# What the kernels read per primitive pair of a segment pair (first, second) with exponents
+# e1, e2, coefficients c1, c2 and centres R1, R2, in this order (``pair_data``, row-major):
+# zeta = e1 + e2, 1 / zeta, c1 c2 exp(-e1 e2 |R2 - R1|^2 / zeta) / zeta and the three components
+# of P - R1 = e2 (R2 - R1) / zeta. The runtime computes them once per launch
+# (``runtime.pairs``); the loops then spend no exponential or division on them per primitive
+# quartet.
+PAIR_FIELDS = ("zeta", "ooz", "kz", "PAx", "PAy", "PAz")
 
 # Longest Phase 2 program lowered as compiled code. Compiled Phase 2 is 2-3x faster than the
 # interpreted program on the H200 (reports/gpu/eri/tier2_compiled); the longest one compiled
@@ -106,51 +114,35 @@ def _expr(terms: tuple[Term, ...], name) -> str:
 
 
 def _prologue(plan: ClassPlan) -> list[str]:
-    """Quartet geometry; all differences, never absolute coordinates."""
+    """Quartet geometry (A - C only: the pair data carry the rest) and its primitive pairs."""
     lines = [
         "const int ia = quartets[4 * q], ib = quartets[4 * q + 1];",
         "const int ic = quartets[4 * q + 2], id = quartets[4 * q + 3];",
     ]
-    for c, s in zip("ABCD", ("ia", "ib", "ic", "id")):
-        lines.append(
-            f"const double {c}x = seg_xyz[3 * {s}], {c}y = seg_xyz[3 * {s} + 1], "
-            f"{c}z = seg_xyz[3 * {s} + 2];"
-        )
-    for ax in "xyz":
-        lines.append(
-            f"const double BA{ax} = B{ax} - A{ax}, DC{ax} = D{ax} - C{ax}, AC{ax} = A{ax} - C{ax};"
-        )
+    for ax, i in zip("xyz", range(3)):
+        lines.append(f"const double AC{ax} = seg_xyz[3 * ia + {i}] - seg_xyz[3 * ic + {i}];")
     lines += [
-        "const double rab2 = BAx * BAx + BAy * BAy + BAz * BAz;",
-        "const double rcd2 = DCx * DCx + DCy * DCy + DCz * DCz;",
-        "const int pa = seg_prim[2 * ia], na = seg_prim[2 * ia + 1];",
-        "const int pb = seg_prim[2 * ib], nb = seg_prim[2 * ib + 1];",
-        "const int pc = seg_prim[2 * ic], nc = seg_prim[2 * ic + 1];",
-        "const int pd = seg_prim[2 * id], nd = seg_prim[2 * id + 1];",
+        "const int pab = qpair[2 * q], pcd = qpair[2 * q + 1];",
+        "const int fab = pair_prim[2 * pab], nab = pair_prim[2 * pab + 1];",
+        "const int fcd = pair_prim[2 * pcd], ncd = pair_prim[2 * pcd + 1];",
     ]
     return lines
 
 
 def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
-    """The four primitive loops and the per-primitive-quartet quantities. With ``record`` they
-    are stored into that FrcgPrim variable instead of local constants."""
+    """The bra and ket primitive-pair loops and the per-primitive-quartet quantities. With
+    ``record`` they are stored into that FrcgPrim variable instead of local constants."""
     pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
     d = (lambda f: f"{record}.{f}") if record else (lambda f: f"const double {f}")
     lines = [
-        "for (int ja = 0; ja < na; ++ja) {",
-        "const double ea = prim_exp[pa + ja], ca = prim_coef[pa + ja];",
-        "for (int jb = 0; jb < nb; ++jb) {",
-        "const double eb = prim_exp[pb + jb];",
-        "const double zeta = ea + eb, ooz = 1.0 / zeta;",
-        "const double kab = ca * prim_coef[pb + jb] * exp(-ea * eb * ooz * rab2);",
-        "const double PAx = eb * ooz * BAx, PAy = eb * ooz * BAy, PAz = eb * ooz * BAz;",
-        "for (int jc = 0; jc < nc; ++jc) {",
-        "const double ec = prim_exp[pc + jc], cc = prim_coef[pc + jc];",
-        "for (int jd = 0; jd < nd; ++jd) {",
-        "const double ed = prim_exp[pd + jd];",
-        "const double eta = ec + ed, ooe = 1.0 / eta;",
-        "const double kcd = cc * prim_coef[pd + jd] * exp(-ec * ed * ooe * rcd2);",
-        "const double QCx = ed * ooe * DCx, QCy = ed * ooe * DCy, QCz = ed * ooe * DCz;",
+        "for (int jab = 0; jab < nab; ++jab) {",
+        f"const double* const bra = pair_data + (size_t){len(PAIR_FIELDS)} * (fab + jab);",
+        "const double zeta = bra[0], ooz = bra[1], kab = bra[2];",
+        "const double PAx = bra[3], PAy = bra[4], PAz = bra[5];",
+        "for (int jcd = 0; jcd < ncd; ++jcd) {",
+        f"const double* const ket = pair_data + (size_t){len(PAIR_FIELDS)} * (fcd + jcd);",
+        "const double eta = ket[0], ooe = ket[1], kcd = ket[2];",
+        "const double QCx = ket[3], QCy = ket[4], QCz = ket[5];",
         "const double PQx = ACx + PAx - QCx, PQy = ACy + PAy - QCy, PQz = ACz + PAz - QCz;",
         # one reciprocal square root gives sqrt(1/(zeta+eta)) and, after a Newton step,
         # 1/(zeta+eta): a division and a square root less per primitive quartet
@@ -168,7 +160,7 @@ def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
         S.OO2ZE: "0.5 * ooze",
         S.ROZ_OO2Z: "0.5 * rho * ooz * ooz",
         S.ROE_OO2E: "0.5 * rho * ooe * ooe",
-        "pref": f"{_num(pref_const)} * ooz * ooe * rsze * kab * kcd",
+        "pref": f"{_num(pref_const)} * rsze * kab * kcd",  # kab, kcd carry 1/zeta, 1/eta
     }
     for f in PRIMITIVE_FIELDS:
         if record or f not in (*S.PA, *S.QC):
@@ -180,7 +172,7 @@ def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
     return lines
 
 
-LOOPS_CLOSE = ["}", "}", "}", "}"]
+LOOPS_CLOSE = ["}", "}"]
 
 # Phase 2 needs A - B and C - D only after the loops: reloading keeps them out of registers
 # during the VRR.

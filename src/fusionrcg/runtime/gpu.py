@@ -25,6 +25,7 @@ from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
 from .launch import DeviceError, _batches, _program
+from .pairs import primitive_pairs
 
 THREADS = 128
 JK_THREADS = 64
@@ -206,10 +207,7 @@ def kernel2_form(
 @dataclass
 class DeviceBasis:
     xyz: object
-    prim: object
     ao: object
-    exponents: object
-    coefficients: object
     nao: int
 
 
@@ -257,10 +255,7 @@ class GpuExecutor:
         key = id(basis)
         if key not in self._bases:
             a = self.cp.asarray
-            self._bases[key] = DeviceBasis(
-                a(basis.xyz), a(basis.prim), a(basis.ao), a(basis.exponents),
-                a(basis.coefficients), basis.nao,
-            )  # fmt: skip
+            self._bases[key] = DeviceBasis(a(basis.xyz), a(basis.ao), basis.nao)
         return self._bases[key]
 
     def kernel(
@@ -280,7 +275,9 @@ class GpuExecutor:
         n = len(quartets)
         quartets = np.asarray(quartets, dtype=np.int32).reshape(n, 4)
         order = basis.primitive_order(quartets) if self.uniform_warps else np.arange(n)
-        q = cp.asarray(np.ascontiguousarray(quartets[order]))
+        quartets = np.ascontiguousarray(quartets[order])
+        q = cp.asarray(quartets)
+        pairs = primitive_pairs(basis, quartets)
         scales = np.ones(n) if scales is None else np.asarray(scales, dtype=float)
         sc = cp.asarray(np.ascontiguousarray(scales[order]))
         # a J/K epilogue writes no integrals: no (n_outputs, n) buffer for it
@@ -299,9 +296,9 @@ class GpuExecutor:
         if smem > fn.max_dynamic_shared_size_bytes:
             fn.max_dynamic_shared_size_bytes = smem
         args = (
-            np.int32(n), q, sc, dev.xyz, dev.prim, dev.ao, dev.exponents, dev.coefficients,
-            self._table, out, buf, np.int64(n), *prog, np.int32(p2_len), np.int32(dev.nao),
-            dmd, vj, vk,
+            np.int32(n), q, sc, dev.xyz, cp.asarray(pairs.index), dev.ao, cp.asarray(pairs.prim),
+            cp.asarray(pairs.data), self._table, out, buf, np.int64(n), *prog, np.int32(p2_len),
+            np.int32(dev.nao), dmd, vj, vk,
         )  # fmt: skip
         return Launch(fn, (n + threads - 1) // threads, threads, smem, args, out, order)
 

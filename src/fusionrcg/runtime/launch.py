@@ -19,6 +19,7 @@ from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
+from .pairs import primitive_pairs
 
 BUFFER_BUDGET_BYTES = 1 << 30
 """Buffer memory (slots, and on the GPU the integrals) per launch; larger batches are split."""
@@ -86,10 +87,11 @@ class CpuExecutor:
         sc = np.ascontiguousarray(scales, dtype=float) if scales is not None else None
         for lo, hi in _batches(len(quartets), kernel.n_slots):
             buf = np.empty((hi - lo) * max(kernel.n_slots, 1))
+            pairs = primitive_pairs(basis, quartets[lo:hi])
             fn(
                 hi - lo, _p(quartets[lo:hi]), _p(sc[lo:hi] if sc is not None else None),
-                _p(basis.xyz), _p(basis.prim), _p(basis.ao), _p(basis.exponents),
-                _p(basis.coefficients), _p(table), _p(out[lo:hi]), _p(buf), kernel.n_slots,
+                _p(basis.xyz), _p(pairs.index), _p(basis.ao), _p(pairs.prim), _p(pairs.data),
+                _p(table), _p(out[lo:hi]), _p(buf), kernel.n_slots,
                 *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
             )  # fmt: skip
         return (vj, vk) if jk else out
