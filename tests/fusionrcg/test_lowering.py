@@ -7,7 +7,7 @@ import pytest
 
 from fusionrcg import QuartetClass, Tier, plan_class
 from fusionrcg.build.compiler import CompileError, nvcc_cubin, parse_ptxas
-from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, boys_table
+from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, TABLE_STRIDE, boys_table
 from fusionrcg.lowering.kernel import SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
 from fusionrcg.orchestration.placement import place_tier1
@@ -32,7 +32,8 @@ def test_parse_ptxas_sums_spills_over_functions():
 
 def test_boys_table_shape():
     t = boys_table()
-    assert t.shape == (TABLE_POINTS, TABLE_ORDERS)
+    assert t.shape == (TABLE_POINTS, TABLE_STRIDE) and TABLE_STRIDE % 2 == 0
+    assert not t[:, TABLE_ORDERS:].any()  # padding
     assert np.isclose(t[0, 0], 1.0) and np.isclose(t[0, 3], 1 / 7)
 
 

@@ -22,16 +22,37 @@ GRID_STEP = 0.1
 TAYLOR_TERMS = 8  # truncation (h/2)^9 / 9! ~ 5e-18 relative
 BOYS_MAX_ORDER = 16  # (gg|gg)
 TABLE_ORDERS = BOYS_MAX_ORDER + TAYLOR_TERMS + 1
+# an even row length keeps every row 16-byte aligned: the GPU reads two orders per load
+TABLE_STRIDE = TABLE_ORDERS + TABLE_ORDERS % 2
 TABLE_POINTS = int(round(T_SWITCH / GRID_STEP)) + 1
 
 
 @lru_cache(maxsize=1)
 def boys_table() -> np.ndarray:
-    """F_m(k h) for k < TABLE_POINTS, m < TABLE_ORDERS, laid out [k][m] (C order)."""
+    """F_m(k h) for k < TABLE_POINTS, m < TABLE_ORDERS, laid out [k][m] (C order, rows of
+    TABLE_STRIDE, zero padded)."""
     grid = np.arange(TABLE_POINTS) * GRID_STEP
-    table = np.ascontiguousarray(boys(TABLE_ORDERS - 1, grid).T)
+    table = np.zeros((TABLE_POINTS, TABLE_STRIDE))
+    table[:, :TABLE_ORDERS] = boys(TABLE_ORDERS - 1, grid).T
     table.setflags(write=False)
     return table
+
+
+def _taylor_loads() -> str:
+    """c[j] = row[j], j <= TAYLOR_TERMS. On the GPU the threads of a warp read rows far apart,
+    so each load instruction costs a cache access per thread: pairs of orders are read as one
+    16-byte load, from an even offset (row + 1 when mmax is odd, as rows are aligned)."""
+    n = TAYLOR_TERMS + 1
+    pairs = lambda first: "".join(  # noqa: E731
+        f" {{ const double2 v = *(const double2*)(row + {j}); c[{j}] = v.x; c[{j + 1}] = v.y; }}"
+        for j in range(first, n - 1, 2)
+    )
+    return f"""#ifdef __CUDA_ARCH__
+        if (mmax & 1) {{ c[0] = row[0];{pairs(1)} }}
+        else {{{pairs(0)} c[{n - 1}] = row[{n - 1}]; }}
+#else
+        for (int j = 0; j < {n}; ++j) c[j] = row[j];
+#endif"""
 
 
 def boys_source(device_prefix: str) -> str:
@@ -51,12 +72,11 @@ def boys_source(device_prefix: str) -> str:
     if (t < {T_SWITCH!r}) {{
         const int k = (int)(t * {1.0 / GRID_STEP!r} + 0.5);
         const double d = k * {GRID_STEP!r} - t;
-        const double* row = table + k * {TABLE_ORDERS} + mmax;
-        double s = 0.0, p = 1.0;
-        for (int j = 0; j <= {TAYLOR_TERMS}; ++j) {{
-            s += row[j] * p * inv_fact[j];
-            p *= d;
-        }}
+        const double* row = table + k * {TABLE_STRIDE} + mmax;
+        double c[{TAYLOR_TERMS + 1}];
+{_taylor_loads()}
+        double s = c[{TAYLOR_TERMS}] * inv_fact[{TAYLOR_TERMS}];
+        for (int j = {TAYLOR_TERMS - 1}; j >= 0; --j) s = s * d + c[j] * inv_fact[j];
         f[mmax] = s;
         for (int m = mmax - 1; m >= 0; --m) f[m] = (2.0 * t * f[m + 1] + e) * inv_odd[m];
     }} else {{

@@ -53,7 +53,7 @@ PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 # of P - R1 = e2 (R2 - R1) / zeta. The runtime computes them once per launch
 # (``runtime.pairs``); the loops then spend no exponential or division on them per primitive
 # quartet.
-PAIR_FIELDS = ("zeta", "ooz", "kz", "PAx", "PAy", "PAz")
+PAIR_FIELDS = ("zeta", "ooz", "kab", "PAx", "PAy", "PAz")
 
 # Longest Phase 2 program lowered as compiled code. Compiled Phase 2 is 2-3x faster than the
 # interpreted program on the H200 (reports/gpu/eri/tier2_compiled); the longest one compiled
@@ -129,7 +129,7 @@ def _prologue(plan: ClassPlan) -> list[str]:
     return lines
 
 
-def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
+def _loops_open(plan: ClassPlan, target: Target, record: str | None) -> list[str]:
     """The bra and ket primitive-pair loops and the per-primitive-quartet quantities. With
     ``record`` they are stored into that FrcgPrim variable instead of local constants."""
     pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
@@ -137,12 +137,10 @@ def _loops_open(plan: ClassPlan, record: str | None) -> list[str]:
     lines = [
         "for (int jab = 0; jab < nab; ++jab) {",
         f"const double* const bra = pair_data + (size_t){len(PAIR_FIELDS)} * (fab + jab);",
-        "const double zeta = bra[0], ooz = bra[1], kab = bra[2];",
-        "const double PAx = bra[3], PAy = bra[4], PAz = bra[5];",
+        *target.load_row("bra", PAIR_FIELDS[:3] + S.PA),
         "for (int jcd = 0; jcd < ncd; ++jcd) {",
         f"const double* const ket = pair_data + (size_t){len(PAIR_FIELDS)} * (fcd + jcd);",
-        "const double eta = ket[0], ooe = ket[1], kcd = ket[2];",
-        "const double QCx = ket[3], QCy = ket[4], QCz = ket[5];",
+        *target.load_row("ket", ("eta", "ooe", "kcd", *S.QC)),
         "const double PQx = ACx + PAx - QCx, PQy = ACy + PAy - QCy, PQz = ACz + PAz - QCz;",
         # one reciprocal square root gives sqrt(1/(zeta+eta)) and, after a Newton step,
         # 1/(zeta+eta): a division and a square root less per primitive quartet
@@ -211,7 +209,9 @@ def _epilogue_line(epilogue: Epilogue, k: int, index: tuple[int, ...], value: st
     return f"OUT({k}) = {value};"
 
 
-def _tier1_body(plan: ClassPlan, epilogue: Epilogue, placement: Tier1Placement) -> list[str]:
+def _tier1_body(
+    plan: ClassPlan, target: Target, epilogue: Epilogue, placement: Tier1Placement
+) -> list[str]:
     g = plan.graph
     n_acc = plan.n_accumulators
     slot = dict(placement.accumulator_slot)
@@ -224,7 +224,7 @@ def _tier1_body(plan: ClassPlan, epilogue: Epilogue, placement: Tier1Placement) 
     lines = [f"double acc{k} = 0.0;" for k in placement.register_accumulators()]
     if placement.accumulator_slot:
         lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SACC(s) = 0.0;")
-    lines += _loops_open(plan, record=None)
+    lines += _loops_open(plan, target, record=None)
     vname = lambda v: f"v{v}"  # noqa: E731
     target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
     for v in plan.vrr_order:
@@ -385,12 +385,18 @@ def _bank_lines(shared: bool) -> list[str]:
 
 
 def _tier2_body(
-    plan: ClassPlan, layout: Tier2Layout, name: str, size: int, compiled: bool, shared: bool
+    plan: ClassPlan,
+    target: Target,
+    layout: Tier2Layout,
+    name: str,
+    size: int,
+    compiled: bool,
+    shared: bool,
 ) -> list[str]:
     lines = _bank_lines(shared)
     lines.append(f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;")
     lines.append(f"struct {name}_prim P;")
-    lines += _loops_open(plan, record="P")
+    lines += _loops_open(plan, target, record="P")
     lines += [f"{name}_s{i}(&P, bank, bank_stride, lane);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if compiled:
@@ -468,7 +474,7 @@ def lower(
             parts.append(_jk_macro())
         placement = plan.tier1_placement
         body = tgt.tier1_slots(placement.n_slots) if placement.n_slots else []
-        body += _tier1_body(plan, epi, placement)
+        body += _tier1_body(plan, tgt, epi, placement)
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
         if 8 * n_slots * bank_threads > TIER1_MAX_SHARED_BYTES:
@@ -486,7 +492,7 @@ def lower(
         compiled = len(layout.program) <= PHASE2_COMPILED_MAX
         if compiled:
             parts.append(_phase2_functions(layout, tgt, name, segment_size, inline=shared))
-        body = _tier2_body(plan, layout, name, segment_size, compiled, shared)
+        body = _tier2_body(plan, tgt, layout, name, segment_size, compiled, shared)
         n_slots = layout.n_slots
         bank_threads = SHARED_BANK_THREADS if shared else 0
         if tgt.name == "cuda" and n_out <= GENERATED_KERNEL2_MAX_OUTPUTS:

@@ -43,6 +43,19 @@ class Target:
             "volatile double* const frcg_lane = frcg_slots + threadIdx.x;",
         ]
 
+    def load_row(self, pointer: str, names: tuple[str, ...]) -> list[str]:
+        """``const double`` declarations of ``names[i] = pointer[i]``. On the GPU the row is
+        16-byte aligned and read two values per load: the threads of a warp read rows far
+        apart, and each load instruction then costs one cache access per thread."""
+        if self.name == "cpp":
+            return [f"const double {x} = {pointer}[{i}];" for i, x in enumerate(names)]
+        lines = []
+        for i in range(0, len(names), 2):
+            lines.append(f"const double2 {pointer}{i} = *(const double2*)({pointer} + {i});")
+            pair = f"{names[i]} = {pointer}{i}.x, {names[i + 1]} = {pointer}{i}.y"
+            lines.append(f"const double {pair};")
+        return lines
+
     def prelude(self) -> str:
         return "\n".join(
             [
