@@ -86,7 +86,8 @@ def test_unique_quartets_cover_all_with_weights():
 
 def test_primitive_order_groups_equal_patterns(get_molecule):
     """The GPU launch order: a stable permutation after which every primitive-count pattern is
-    one contiguous run (so warps are uniform), in the caller's order within each run."""
+    one contiguous run (so warps are uniform), in the caller's order within each run, the runs
+    by descending primitive-quartet count."""
     basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
     quartets, _ = unique_segment_quartets(basis)
     order = basis.primitive_order(quartets)
@@ -98,6 +99,7 @@ def test_primitive_order_groups_equal_patterns(get_molecule):
     starts = np.concatenate([[0], changes + 1, [len(order)]])
     for lo, hi in zip(starts[:-1], starts[1:]):
         assert np.all(np.diff(order[lo:hi]) > 0)
+    assert np.all(np.diff(counts.prod(axis=1)) <= 0)  # most primitive quartets first
 
 
 def test_primitive_pairs_are_the_gaussian_products(get_molecule):
