@@ -59,6 +59,7 @@ class Measurement:
     bank: str  # where a Tier 2 slot bank is: "shared", "global" ("" for Tier 1)
     kernel2: str  # J/K epilogue: "fused" (Tier 1) or the Kernel 2 form; store epilogue: ""
     quartet_order: str  # "primitive": warps grouped by primitive counts; "given": as sampled
+    max_work: int  # primitive quartets per work item at most (``runtime.pairs``); 0: no split
 
     def row(self) -> dict:
         return asdict(self)
@@ -156,4 +157,5 @@ def measure(
         stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
         bank=kernel.slot_bank or "",
         kernel2=form, quartet_order="primitive" if executor.uniform_warps else "given",
+        max_work=executor.max_work or 0,
     )  # fmt: skip

@@ -21,6 +21,7 @@ import numpy as np
 from .angmom import QuartetClass, canonical_classes
 from .lowering.target import Epilogue
 from .runtime.basis import SegmentedBasis
+from .runtime.gpu import MAX_WORK
 
 # cc-pVXZ for the highest l a class needs: realistic primitive counts per angular momentum
 BASIS_FOR_LMAX = {0: "cc-pvdz", 1: "cc-pvdz", 2: "cc-pvdz", 3: "cc-pvtz", 4: "cc-pvqz"}
@@ -93,7 +94,11 @@ def bench(args) -> int:
 
     inputs, out = Path(args.inputs), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ex = GpuExecutor(kernel_dir=args.kernel_dir, uniform_warps=args.quartet_order == "primitive")
+    ex = GpuExecutor(
+        kernel_dir=args.kernel_dir,
+        uniform_warps=args.quartet_order == "primitive",
+        max_work=args.max_work or None,
+    )
     cp = ex.cp
     peak = B.fp64_peak(cp)
     info = provenance(**gpu_info(cp), fp64_fma_peak=peak, command=" ".join(sys.argv))
@@ -231,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument(
         "--quartet-order", choices=("primitive", "given"), default="primitive",
         help="launch order: grouped by primitive counts (the runtime's) or as sampled",
+    )  # fmt: skip
+    b.add_argument(
+        "--max-work", type=int, default=MAX_WORK,
+        help="split quartets into items of at most this many primitive quartets (0: never)",
     )  # fmt: skip
     b.set_defaults(run=bench)
     k = sub.add_parser("kernels")

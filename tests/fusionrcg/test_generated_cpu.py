@@ -15,7 +15,13 @@ from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.jk import get_jk, unique_segment_quartets
 from fusionrcg.runtime.basis import segment_basis
 from fusionrcg.runtime.pairs import primitive_pairs
-from fusionrcg.verify import Tolerance, adjudicate, reference_eri, verify_molecule
+from fusionrcg.verify import (
+    Tolerance,
+    adjudicate,
+    reference_eri,
+    sample_quartets,
+    verify_molecule,
+)
 
 TOL = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
 
@@ -84,22 +90,71 @@ def test_unique_quartets_cover_all_with_weights():
     assert np.isclose((8 * weight).sum(), n**4)
 
 
-def test_primitive_order_groups_equal_patterns(get_molecule):
-    """The GPU launch order: a stable permutation after which every primitive-count pattern is
-    one contiguous run (so warps are uniform), in the caller's order within each run, the runs
-    by descending primitive-quartet count."""
+def test_launch_order_groups_equal_patterns(get_molecule):
+    """The GPU launch order: a stable permutation of the items after which every (bra rows, ket
+    rows) pattern is one contiguous run (so warps are uniform), in the caller's order within
+    each run, the runs by descending primitive-quartet count."""
     basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
     quartets, _ = unique_segment_quartets(basis)
-    order = basis.primitive_order(quartets)
+    pairs = primitive_pairs(basis, quartets)
+    order = pairs.launch_order()
     assert np.array_equal(np.sort(order), np.arange(len(quartets)))
-    counts = basis.prim[quartets[order], 1]
-    changes = np.flatnonzero(np.any(counts[1:] != counts[:-1], axis=1))
-    runs = len(changes) + 1
-    assert runs == len({tuple(c) for c in counts}) > 1
+    rows = pairs.prim[pairs.index[order], 1]
+    changes = np.flatnonzero(np.any(rows[1:] != rows[:-1], axis=1))
+    assert len(changes) + 1 == len({tuple(r) for r in rows}) > 1
     starts = np.concatenate([[0], changes + 1, [len(order)]])
     for lo, hi in zip(starts[:-1], starts[1:]):
         assert np.all(np.diff(order[lo:hi]) > 0)
-    assert np.all(np.diff(counts.prod(axis=1)) <= 0)  # most primitive quartets first
+    assert np.all(np.diff(rows.prod(axis=1)) <= 0)  # most primitive quartets first
+
+
+def test_split_quartets_cover_their_primitive_quartets(get_molecule):
+    """With max_work each quartet's items partition its bra x ket primitive pairs, and no item
+    exceeds max_work primitive quartets."""
+    basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
+    quartets, _ = unique_segment_quartets(basis)
+    whole = primitive_pairs(basis, quartets)
+    split = primitive_pairs(basis, quartets, max_work=5)
+    assert split.split and not whole.split
+    rows = split.prim[split.index]  # (items, 2 sides, first/count)
+    assert rows[:, :, 1].prod(axis=1).max() <= 5
+    for q in np.unique(split.quartet)[::41]:
+        covered = set()
+        for (b0, nb), (k0, nk) in rows[split.quartet == q]:
+            cells = {(i, j) for i in range(b0, b0 + nb) for j in range(k0, k0 + nk)}
+            assert not covered & cells
+            covered |= cells
+        (b0, nb), (k0, nk) = whole.prim[whole.index[q]]
+        assert covered == {(i, j) for i in range(b0, b0 + nb) for j in range(k0, k0 + nk)}
+
+
+def test_split_quartets_match_pyscf(get_molecule):
+    """Integrals and J/K from split quartets (items summed) agree with PySCF."""
+    from fusionrcg.runtime.launch import CpuExecutor
+    from fusionrcg.variants import get_variant
+
+    mol = get_molecule("water_clusters/002", "cc-pvdz")
+    basis = segment_basis(mol)
+    cls = QuartetClass(2, 0, 1, 0)
+    ex = CpuExecutor(max_work=3)
+    kernel = ex.kernel(cls, get_variant("full"), True)
+    shells = sample_quartets(mol, cls, 6, np.random.default_rng(2))
+    segs = np.array([basis.segment_quartets(q)[0] for q in shells], dtype=np.int32)
+    assert primitive_pairs(basis, segs, 3).split
+    first_columns = tuple(slice(0, n) for n in kernel.output_shape)  # segment_quartets(q)[0]
+    for q, value in zip(shells, ex.integrals(kernel, segs, basis)):
+        ref = reference_eri(mol, q)[first_columns]
+        assert TOL.normalized(np.abs(value.reshape(ref.shape) - ref), ref).max() <= 1.0
+    quartets, scales = unique_segment_quartets(basis)
+    dm = np.random.default_rng(0).standard_normal((basis.nao,) * 2)
+    dm = dm + dm.T
+    keep = np.all(basis.l[quartets] == np.array(cls.ls), axis=1)
+    jk_split = ex.jk(cls, get_variant("full"), True, quartets[keep], scales[keep], basis, dm)
+    jk_whole = CpuExecutor().jk(
+        cls, get_variant("full"), True, quartets[keep], scales[keep], basis, dm
+    )
+    for a, b in zip(jk_split, jk_whole):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
 
 
 def test_primitive_pairs_are_the_gaussian_products(get_molecule):

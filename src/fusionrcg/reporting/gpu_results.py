@@ -29,7 +29,7 @@ THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
     "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
     "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
-    "bank", "bank_request", "kernel2", "kernel2_request", "quartet_order", "source",
+    "bank", "bank_request", "kernel2", "kernel2_request", "quartet_order", "max_work", "source",
     "source_rank", "superseded", "error",
 )  # fmt: skip
 # the ablations of the paper's Figs. 5(b), 6 and 7: the variant each one sets against full
@@ -54,14 +54,14 @@ def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     """Records of runs that predate the slot-bank and Kernel 2 options, in today's terms: no
     request is "auto", a Tier 2 bank was in global memory, a Tier 2 J/K record ran Kernel 2
     as a block per quartet, a Tier 1 one its fused epilogue, and the quartets ran in the order
-    they were sampled."""
+    they were sampled, none split into items."""
     df = records.copy()
-    optional = ("bank", "bank_request", "kernel2", "kernel2_request", "quartet_order")
+    optional = ("bank", "bank_request", "kernel2", "kernel2_request", "quartet_order", "max_work")
     for col in (*optional, "slots_per_quartet", "error"):
         if col not in df:
             df[col] = np.nan
     for col, default in (("bank_request", "auto"), ("kernel2_request", "auto"),
-                         ("quartet_order", "given")):  # fmt: skip
+                         ("quartet_order", "given"), ("max_work", 0)):  # fmt: skip
         df[col] = df[col].where(df[col].notna(), default)
     ok = df["error"].isna()
     df.loc[ok & (df["slots_per_quartet"] > 0) & df["bank"].isna(), "bank"] = "global"

@@ -52,16 +52,6 @@ class SegmentedBasis:
         """All segment quartets of a shell quartet, in PySCF's contraction-major order."""
         return list(product(*(self.segments(s) for s in shells)))
 
-    def primitive_order(self, quartets: np.ndarray) -> np.ndarray:
-        """A stable ordering of segment ``quartets`` (n, 4) that groups equal primitive-count
-        patterns, so that the threads of a warp run the same number of primitive loop trips
-        (a warp runs as long as its longest quartet), most primitive quartets first: a launch
-        then ends on its shortest warps instead of on a few long ones while most of the GPU
-        idles."""
-        counts = self.prim[np.asarray(quartets), 1].astype(np.int64).reshape(-1, 4)
-        keys = (*counts.T[::-1], -counts.prod(axis=1))  # np.lexsort: last key first
-        return np.lexsort(keys).astype(np.intp)
-
 
 def segment_basis(mol) -> SegmentedBasis:
     check_mole(mol)

@@ -39,6 +39,10 @@ KERNEL2_THREAD_MAX_OUTPUTS = 40
 # primitive counts the atomic updates bound the fused epilogue of the larger classes
 # (reports/gpu/eri/primitive_order).
 TIER1_FUSED_JK_MAX_OUTPUTS = 63
+# Quartets with more primitive quartets run as several items (``runtime.pairs``): on the
+# benchmark bases a few quartets of up to 729 primitive quartets (cc-pVQZ s shells of nine
+# primitives) held launches whose mean was 16.
+MAX_WORK = 64
 KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 
 JK_TRANSFORM = r"""
@@ -213,32 +217,54 @@ class DeviceBasis:
 
 @dataclass
 class Launch:
-    """A prepared launch over device arrays; calling it runs the kernel (for timing)."""
+    """A prepared launch over device arrays; calling it runs the kernel (for timing) and, where
+    quartets were split into several items, adds the items' integrals up per quartet."""
 
     fn: object
     grid: int
     threads: int
     shared_mem: int
     args: tuple
-    out: object  # store epilogue: (n_outputs, n) device array, column i for quartet order[i]
-    order: np.ndarray  # launched position -> index into the caller's quartets
+    out: object  # store epilogue: (n_outputs, n_items) device array, column i for item i
+    order: np.ndarray  # launched item -> index into the caller's quartets
+    sums: object = None  # store epilogue, split quartets: (n_outputs, n_quartets), caller order
+    targets: object = None  # ``order`` on the device (for ``sums``)
 
     def __call__(self) -> None:
         self.fn((self.grid,), (self.threads,), self.args, shared_mem=self.shared_mem)
+        if self.sums is not None:
+            self.sums.fill(0.0)
+            _cupy().add.at(self.sums, (slice(None), self.targets), self.out)
+
+    def integrals(self) -> np.ndarray:
+        """(n_quartets, n_outputs) on the host, in the caller's order (after a call)."""
+        cp = _cupy()
+        if self.sums is not None:
+            return cp.asnumpy(self.sums).T
+        result = np.empty((len(self.order), self.out.shape[0]))
+        result[self.order] = cp.asnumpy(self.out).T
+        return result
 
 
 class GpuExecutor:
-    """Launches generated kernels. With ``uniform_warps`` (the default) every launch runs its
-    quartets grouped by primitive-count pattern (``SegmentedBasis.primitive_order``): in the
-    caller's order a warp of randomly mixed quartets runs as many primitive loop trips as its
-    longest quartet, 4-12x the mean on the benchmark bases."""
+    """Launches generated kernels. Quartets with more than ``max_work`` primitive quartets run
+    as several items over chunks of their primitive pairs (``runtime.pairs``), and with
+    ``uniform_warps`` (the default) the items run grouped by their primitive-pair counts, most
+    work first (``PrimitivePairs.launch_order``): in the caller's order a warp of randomly
+    mixed quartets runs as many loop trips as its longest quartet, 4-12x the mean on the
+    benchmark bases."""
 
     target = "cuda"
 
     def __init__(
-        self, kernel_dir=None, arch: str | None = None, uniform_warps: bool = True
+        self,
+        kernel_dir=None,
+        arch: str | None = None,
+        uniform_warps: bool = True,
+        max_work: int | None = MAX_WORK,
     ) -> None:
         self.uniform_warps = uniform_warps
+        self.max_work = max_work
         self.cp = _cupy()
         if arch is None:
             arch = f"sm_{self.cp.cuda.Device().compute_capability}"  # CuPy gives "90" for 9.0
@@ -267,22 +293,27 @@ class GpuExecutor:
         )
 
     def prepare(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis, scales=None,
-                dm=None, vj=None, vk=None) -> Launch:  # fmt: skip
-        """Device arrays and arguments for one launch over all of ``quartets``, in the order
-        the executor runs them (``Launch.order``)."""
+                dm=None, vj=None, vk=None, add_up: bool = True) -> Launch:  # fmt: skip
+        """Device arrays and arguments for one launch over all of ``quartets``, as the items
+        the executor runs (``Launch.order``); with ``add_up`` a store launch also sums the
+        items of split quartets (Kernel 2 contracts items one by one and needs no sums)."""
         cp = self.cp
         dev = self.device_basis(basis)
-        n = len(quartets)
-        quartets = np.asarray(quartets, dtype=np.int32).reshape(n, 4)
-        order = basis.primitive_order(quartets) if self.uniform_warps else np.arange(n)
-        quartets = np.ascontiguousarray(quartets[order])
-        q = cp.asarray(quartets)
-        pairs = primitive_pairs(basis, quartets)
-        scales = np.ones(n) if scales is None else np.asarray(scales, dtype=float)
-        sc = cp.asarray(np.ascontiguousarray(scales[order]))
+        quartets = np.asarray(quartets, dtype=np.int32).reshape(-1, 4)
+        pairs = primitive_pairs(basis, quartets, self.max_work)
+        n = len(pairs.quartet)
+        order = pairs.launch_order() if self.uniform_warps else np.arange(n)
+        items = pairs.quartet[order]
+        q = cp.asarray(np.ascontiguousarray(quartets[items]))
+        scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
+        sc = cp.asarray(np.ascontiguousarray(scales[items]))
         # a J/K epilogue writes no integrals: no (n_outputs, n) buffer for it
         stored = kernel.epilogue is Epilogue.STORE
         out = cp.empty((kernel.n_outputs, n) if stored else 1)
+        sums = targets = None
+        if stored and add_up and pairs.split:
+            sums = cp.empty((kernel.n_outputs, len(quartets)))
+            targets = cp.asarray(items)
         threads, smem = THREADS, 0
         if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
             threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
@@ -295,19 +326,21 @@ class GpuExecutor:
         fn = _function(kernel.binary, kernel.name)
         if smem > fn.max_dynamic_shared_size_bytes:
             fn.max_dynamic_shared_size_bytes = smem
+        qpair = cp.asarray(np.ascontiguousarray(pairs.index[order]))
         args = (
-            np.int32(n), q, sc, dev.xyz, cp.asarray(pairs.index), dev.ao, cp.asarray(pairs.prim),
+            np.int32(n), q, sc, dev.xyz, qpair, dev.ao, cp.asarray(pairs.prim),
             cp.asarray(pairs.data), self._table, out, buf, np.int64(n), *prog, np.int32(p2_len),
             np.int32(dev.nao), dmd, vj, vk,
         )  # fmt: skip
-        return Launch(fn, (n + threads - 1) // threads, threads, smem, args, out, order)
+        grid = (n + threads - 1) // threads
+        return Launch(fn, grid, threads, smem, args, out, items, sums, targets)
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         out = np.empty((len(quartets), kernel.n_outputs))
         for lo, hi in _batches(len(quartets), kernel.global_slots + kernel.n_outputs):
             launch = self.prepare(kernel, quartets[lo:hi], basis)
             launch()
-            out[lo + launch.order] = self.cp.asnumpy(launch.out).T
+            out[lo:hi] = launch.integrals()
         return out
 
     def contraction(self, kernel: LibraryKernel, launch: Launch, dm, vj, vk, form="auto"):
@@ -350,7 +383,7 @@ class GpuExecutor:
 
         def batches() -> Iterator[Callable[[], None]]:
             for lo, hi in _batches(len(quartets), kernel.global_slots + kernel.n_outputs):
-                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi])
+                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi], add_up=False)
                 contract = self.contraction(kernel, launch, dm, vj, vk, form)
 
                 def run(launch=launch, contract=contract) -> None:

@@ -63,11 +63,15 @@ def _p(a: np.ndarray | None):
 
 
 class CpuExecutor:
+    """Runs the C++ lowering; ``max_work`` splits quartets into items as the GPU executor does
+    (``runtime.pairs``; off by default: a CPU thread runs the items one after another)."""
+
     target = "cpp"
     arch = "host"
 
-    def __init__(self, kernel_dir=None) -> None:
+    def __init__(self, kernel_dir=None, max_work: int | None = None) -> None:
         self.kernel_dir = kernel_dir
+        self.max_work = max_work
 
     def kernel(self, cls: QuartetClass, variant: Variant, spherical: bool, epilogue=Epilogue.STORE):
         return get_kernel(cls, variant, spherical, epilogue, "cpp", directory=self.kernel_dir)
@@ -78,22 +82,26 @@ class CpuExecutor:
         table = boys_table()
         *prog, p2_len = _program(kernel)
         prog = [np.ascontiguousarray(a) for a in prog]
-        out = np.empty((len(quartets), kernel.n_outputs))
+        out = np.zeros((len(quartets), kernel.n_outputs))
         jk = kernel.epilogue is Epilogue.JK
         nao = basis.nao
         vj = np.zeros((nao, nao)) if jk else None
         vk = np.zeros((nao, nao)) if jk else None
         dmc = np.ascontiguousarray(dm) if dm is not None else None
-        sc = np.ascontiguousarray(scales, dtype=float) if scales is not None else None
+        scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
         for lo, hi in _batches(len(quartets), kernel.n_slots):
-            buf = np.empty((hi - lo) * max(kernel.n_slots, 1))
-            pairs = primitive_pairs(basis, quartets[lo:hi])
+            pairs = primitive_pairs(basis, quartets[lo:hi], self.max_work)
+            n = len(pairs.quartet)
+            items = np.ascontiguousarray(quartets[lo:hi][pairs.quartet])
+            sc = np.ascontiguousarray(scales[lo:hi][pairs.quartet])
+            buf = np.empty(n * max(kernel.n_slots, 1))
+            item_out = np.empty((n, kernel.n_outputs))
             fn(
-                hi - lo, _p(quartets[lo:hi]), _p(sc[lo:hi] if sc is not None else None),
-                _p(basis.xyz), _p(pairs.index), _p(basis.ao), _p(pairs.prim), _p(pairs.data),
-                _p(table), _p(out[lo:hi]), _p(buf), kernel.n_slots,
+                n, _p(items), _p(sc), _p(basis.xyz), _p(pairs.index), _p(basis.ao),
+                _p(pairs.prim), _p(pairs.data), _p(table), _p(item_out), _p(buf), kernel.n_slots,
                 *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
             )  # fmt: skip
+            np.add.at(out, lo + pairs.quartet, item_out)  # a split quartet: sum of its items
         return (vj, vk) if jk else out
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:

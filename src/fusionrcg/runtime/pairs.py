@@ -1,10 +1,16 @@
 """Primitive-pair data of the segment pairs a launch's quartets use (``lowering.kernel``'s
-``PAIR_FIELDS``).
+``PAIR_FIELDS``), and the launch's work items.
 
-Each distinct (first, second) segment pair of the quartets, bra or ket, gets one row block of
-``n1 * n2`` primitive pairs in the loops' order (first's primitive outer). A kernel then reads
-its quartet's bra and ket pair (``index``) and loops over their rows instead of recomputing the
-exponential and reciprocal of every primitive pair in every primitive quartet.
+Each distinct (first, second) segment pair of the quartets, bra or ket, gets one block of
+``n1 * n2`` rows in the loops' order (first's primitive outer). A kernel thread reads its
+item's bra and ket row ranges (``index`` into ``prim``) and loops over them instead of
+recomputing the exponential and reciprocal of every primitive pair per primitive quartet.
+
+A quartet whose primitive quartets exceed ``max_work`` is split into items over chunks of its
+bra and ket rows: the contracted integrals are sums over primitive quartets and the HRR is
+linear, so the quartet's integrals (and J/K contributions) are the sums of its items'. A
+launch then no longer waits on a few threads that run hundreds of primitive quartets while
+most of the GPU idles.
 """
 
 from __future__ import annotations
@@ -18,13 +24,34 @@ from .basis import SegmentedBasis
 
 @dataclass(frozen=True)
 class PrimitivePairs:
-    index: np.ndarray  # (n, 2) int32: bra pair and ket pair of each quartet
-    prim: np.ndarray  # (npair, 2) int32: first row in ``data``, row count
-    data: np.ndarray  # (nrows, 6) float64: the fields of PAIR_FIELDS
+    index: np.ndarray  # (n_items, 2) int32: bra and ket row range (into ``prim``) of each item
+    prim: np.ndarray  # (n_ranges, 2) int32: first row in ``data``, row count
+    data: np.ndarray  # (n_rows, 6) float64: the fields of PAIR_FIELDS
+    quartet: np.ndarray  # (n_items,) intp: the quartet each item belongs to
+
+    @property
+    def split(self) -> bool:
+        """Whether some quartet has more than one item."""
+        return len(self.quartet) > 0 and len(self.quartet) != int(self.quartet.max()) + 1
+
+    def launch_order(self) -> np.ndarray:
+        """A stable ordering of the items that groups equal (bra rows, ket rows) patterns, so
+        that the threads of a warp run the same loop trips (a warp runs as long as its longest
+        thread), most primitive quartets first: a launch then ends on its shortest warps."""
+        rows = self.prim[self.index, 1].astype(np.int64)
+        return np.lexsort((rows[:, 1], rows[:, 0], -rows[:, 0] * rows[:, 1])).astype(np.intp)
 
 
-def primitive_pairs(basis: SegmentedBasis, quartets: np.ndarray) -> PrimitivePairs:
-    """The pair data of ``quartets`` (n, 4) segment indices."""
+def _chunks(count: np.ndarray, size: np.ndarray) -> np.ndarray:
+    return -(-count // size)
+
+
+def primitive_pairs(
+    basis: SegmentedBasis, quartets: np.ndarray, max_work: int | None = None
+) -> PrimitivePairs:
+    """The pair data and work items of ``quartets`` (n, 4) segment indices; with ``max_work``
+    no item has more primitive quartets than that unless one bra and one ket row range of a
+    single row each would (it never splits a primitive pair)."""
     quartets = np.asarray(quartets, dtype=np.int64).reshape(-1, 4)
     n, nseg = len(quartets), len(basis.l)
     keys = np.concatenate(
@@ -43,15 +70,43 @@ def primitive_pairs(basis: SegmentedBasis, quartets: np.ndarray) -> PrimitivePai
     zeta = e1 + e2
     ooz = 1.0 / zeta
     r12 = basis.xyz[second][owner] - basis.xyz[first][owner]
-    kz = (
+    kab = (
         basis.coefficients[p1]
         * basis.coefficients[p2]
         * np.exp(-e1 * e2 * ooz * np.einsum("ij,ij->i", r12, r12))
         * ooz
     )
-    data = np.column_stack([zeta, ooz, kz, (e2 * ooz)[:, None] * r12])
+    data = np.ascontiguousarray(np.column_stack([zeta, ooz, kab, (e2 * ooz)[:, None] * r12]))
+    bra, ket = inverse.reshape(2, n)
+    if max_work is None:
+        return PrimitivePairs(
+            index=np.ascontiguousarray(np.column_stack([bra, ket]), dtype=np.int32),
+            prim=np.ascontiguousarray(np.column_stack([starts, counts]), dtype=np.int32),
+            data=data,
+            quartet=np.arange(n, dtype=np.intp),
+        )
+    # ket rows in as few equal chunks as keep a chunk within max_work, then bra rows likewise
+    n_bra, n_ket = counts[bra], counts[ket]
+    ket_size = _chunks(n_ket, _chunks(n_ket, max_work))
+    bra_size = np.maximum(1, max_work // ket_size)
+    bra_size = _chunks(n_bra, _chunks(n_bra, bra_size))
+    n_bra_chunks, n_ket_chunks = _chunks(n_bra, bra_size), _chunks(n_ket, ket_size)
+    per_quartet = n_bra_chunks * n_ket_chunks
+    quartet = np.repeat(np.arange(n), per_quartet)
+    k = np.arange(int(per_quartet.sum())) - np.repeat(
+        np.cumsum(per_quartet) - per_quartet, per_quartet
+    )
+    a, c = np.divmod(k, n_ket_chunks[quartet])
+    ranges = []
+    for pair, size, j in ((bra, bra_size, a), (ket, ket_size, c)):
+        begin = j * size[quartet]
+        total = counts[pair][quartet]
+        ranges.append((starts[pair][quartet] + begin, np.minimum(size[quartet], total - begin)))
+    spans = np.concatenate([np.column_stack(r) for r in ranges])
+    prim, span_index = np.unique(spans, axis=0, return_inverse=True)
     return PrimitivePairs(
-        index=np.ascontiguousarray(inverse.reshape(2, n).T, dtype=np.int32),
-        prim=np.ascontiguousarray(np.column_stack([starts, counts]), dtype=np.int32),
-        data=np.ascontiguousarray(data),
+        index=np.ascontiguousarray(span_index.reshape(2, -1).T, dtype=np.int32),
+        prim=np.ascontiguousarray(prim, dtype=np.int32),
+        data=data,
+        quartet=quartet.astype(np.intp),
     )
