@@ -39,9 +39,9 @@ KERNEL2_THREAD_MAX_OUTPUTS = 40
 # primitive counts the atomic updates bound the fused epilogue of the larger classes
 # (reports/gpu/eri/primitive_order).
 TIER1_FUSED_JK_MAX_OUTPUTS = 63
-# Quartets with more primitive quartets run as several items (``runtime.pairs``): on the
-# benchmark bases a few quartets of up to 729 primitive quartets (cc-pVQZ s shells of nine
-# primitives) held launches whose mean was 16.
+# In J/K launches quartets with more primitive quartets run as several items
+# (``runtime.pairs``): on the benchmark bases a few quartets of up to 729 primitive quartets
+# (cc-pVQZ s shells of nine primitives) held launches whose mean was 16.
 MAX_WORK = 64
 KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 
@@ -217,8 +217,7 @@ class DeviceBasis:
 
 @dataclass
 class Launch:
-    """A prepared launch over device arrays; calling it runs the kernel (for timing) and, where
-    quartets were split into several items, adds the items' integrals up per quartet."""
+    """A prepared launch over device arrays; calling it runs the kernel (for timing)."""
 
     fn: object
     grid: int
@@ -227,28 +226,22 @@ class Launch:
     args: tuple
     out: object  # store epilogue: (n_outputs, n_items) device array, column i for item i
     order: np.ndarray  # launched item -> index into the caller's quartets
-    sums: object = None  # store epilogue, split quartets: (n_outputs, n_quartets), caller order
-    targets: object = None  # ``order`` on the device (for ``sums``)
 
     def __call__(self) -> None:
         self.fn((self.grid,), (self.threads,), self.args, shared_mem=self.shared_mem)
-        if self.sums is not None:
-            self.sums.fill(0.0)
-            _cupy().add.at(self.sums, (slice(None), self.targets), self.out)
 
     def integrals(self) -> np.ndarray:
-        """(n_quartets, n_outputs) on the host, in the caller's order (after a call)."""
-        cp = _cupy()
-        if self.sums is not None:
-            return cp.asnumpy(self.sums).T
+        """(n_quartets, n_outputs) on the host in the caller's order, after a call of a launch
+        prepared with ``whole=True`` (one item per quartet)."""
         result = np.empty((len(self.order), self.out.shape[0]))
-        result[self.order] = cp.asnumpy(self.out).T
+        result[self.order] = _cupy().asnumpy(self.out).T
         return result
 
 
 class GpuExecutor:
-    """Launches generated kernels. Quartets with more than ``max_work`` primitive quartets run
-    as several items over chunks of their primitive pairs (``runtime.pairs``), and with
+    """Launches generated kernels. In J/K launches quartets with more than ``max_work``
+    primitive quartets run as several items over chunks of their primitive pairs
+    (``runtime.pairs``), and with
     ``uniform_warps`` (the default) the items run grouped by their primitive-pair counts, most
     work first (``PrimitivePairs.launch_order``): in the caller's order a warp of randomly
     mixed quartets runs as many loop trips as its longest quartet, 4-12x the mean on the
@@ -293,14 +286,19 @@ class GpuExecutor:
         )
 
     def prepare(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis, scales=None,
-                dm=None, vj=None, vk=None, add_up: bool = True) -> Launch:  # fmt: skip
+                dm=None, vj=None, vk=None, whole: bool | None = None) -> Launch:  # fmt: skip
         """Device arrays and arguments for one launch over all of ``quartets``, as the items
-        the executor runs (``Launch.order``); with ``add_up`` a store launch also sums the
-        items of split quartets (Kernel 2 contracts items one by one and needs no sums)."""
+        the executor runs (``Launch.order``). ``whole``: one item per quartet; by default for
+        the store epilogue, whose split quartets would need their items' integrals added up
+        (on the H200 that sum cost more than the split saved on most Tier 1 classes up to
+        total 6, reports/gpu/eri/work_items), while J/K launches and Kernel 2 add items into
+        J and K as they come."""
         cp = self.cp
         dev = self.device_basis(basis)
         quartets = np.asarray(quartets, dtype=np.int32).reshape(-1, 4)
-        pairs = primitive_pairs(basis, quartets, self.max_work)
+        stored = kernel.epilogue is Epilogue.STORE
+        whole = stored if whole is None else whole
+        pairs = primitive_pairs(basis, quartets, None if whole else self.max_work)
         n = len(pairs.quartet)
         order = pairs.launch_order() if self.uniform_warps else np.arange(n)
         items = pairs.quartet[order]
@@ -308,12 +306,7 @@ class GpuExecutor:
         scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
         sc = cp.asarray(np.ascontiguousarray(scales[items]))
         # a J/K epilogue writes no integrals: no (n_outputs, n) buffer for it
-        stored = kernel.epilogue is Epilogue.STORE
         out = cp.empty((kernel.n_outputs, n) if stored else 1)
-        sums = targets = None
-        if stored and add_up and pairs.split:
-            sums = cp.empty((kernel.n_outputs, len(quartets)))
-            targets = cp.asarray(items)
         threads, smem = THREADS, 0
         if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
             threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
@@ -333,7 +326,7 @@ class GpuExecutor:
             np.int32(dev.nao), dmd, vj, vk,
         )  # fmt: skip
         grid = (n + threads - 1) // threads
-        return Launch(fn, grid, threads, smem, args, out, items, sums, targets)
+        return Launch(fn, grid, threads, smem, args, out, items)
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         out = np.empty((len(quartets), kernel.n_outputs))
@@ -383,7 +376,7 @@ class GpuExecutor:
 
         def batches() -> Iterator[Callable[[], None]]:
             for lo, hi in _batches(len(quartets), kernel.global_slots + kernel.n_outputs):
-                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi], add_up=False)
+                launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi], whole=False)
                 contract = self.contraction(kernel, launch, dm, vj, vk, form)
 
                 def run(launch=launch, contract=contract) -> None:

@@ -102,11 +102,13 @@ def primitive_pairs(
         begin = j * size[quartet]
         total = counts[pair][quartet]
         ranges.append((starts[pair][quartet] + begin, np.minimum(size[quartet], total - begin)))
-    spans = np.concatenate([np.column_stack(r) for r in ranges])
-    prim, span_index = np.unique(spans, axis=0, return_inverse=True)
+    first_row = np.concatenate([r[0] for r in ranges])
+    n_rows = np.concatenate([r[1] for r in ranges])
+    width = int(counts.max()) + 1
+    spans, span_index = np.unique(first_row * width + n_rows, return_inverse=True)
     return PrimitivePairs(
         index=np.ascontiguousarray(span_index.reshape(2, -1).T, dtype=np.int32),
-        prim=np.ascontiguousarray(prim, dtype=np.int32),
+        prim=np.ascontiguousarray(np.column_stack(np.divmod(spans, width)), dtype=np.int32),
         data=data,
         quartet=quartet.astype(np.intp),
     )
