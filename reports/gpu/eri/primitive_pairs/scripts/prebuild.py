@@ -1,4 +1,5 @@
 """Kernels of tests/fusionrcg/test_gpu.py, built in parallel into KERNEL_DIR."""
+
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -9,7 +10,9 @@ from fusionrcg.build.library import get_kernel
 def build(job):
     directory, ls, variant, spherical, epilogue = job
     try:
-        k = get_kernel(QuartetClass(*ls), variant, spherical=spherical, epilogue=epilogue, directory=directory)
+        k = get_kernel(
+            QuartetClass(*ls), variant, spherical=spherical, epilogue=epilogue, directory=directory
+        )
         return f"{ls} {variant} sph={spherical} {epilogue} tier={int(k.tier)} slots={k.n_slots}"
     except Exception as e:  # noqa: BLE001
         return f"{ls} {variant} FAILED {e}"
@@ -20,7 +23,9 @@ def main():
     jobs = [(d, (3, 3, 2, 2), "full", True, "store")]
     jobs += [(d, c.ls, "full", True, e) for c in canonical_classes(2) for e in ("jk", "store")]
     jobs += [(d, (2, 0, 1, 0), "full", True, "store")]
-    jobs += [(d, ls, "tier1-only", True, "store") for ls in ((1, 1, 1, 1), (3, 0, 2, 1), (3, 3, 0, 0))]
+    jobs += [
+        (d, ls, "tier1-only", True, "store") for ls in ((1, 1, 1, 1), (3, 0, 2, 1), (3, 3, 0, 0))
+    ]
     with ProcessPoolExecutor(workers) as pool:
         for f in as_completed([pool.submit(build, j) for j in jobs]):
             print(f.result(), flush=True)
