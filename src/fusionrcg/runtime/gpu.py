@@ -233,6 +233,8 @@ class Launch:
     def integrals(self) -> np.ndarray:
         """(n_quartets, n_outputs) on the host in the caller's order, after a call of a launch
         prepared with ``whole=True`` (one item per quartet)."""
+        if len(np.unique(self.order)) != len(self.order):
+            raise ValueError("a launch of split quartets has no integrals per quartet")
         result = np.empty((len(self.order), self.out.shape[0]))
         result[self.order] = _cupy().asnumpy(self.out).T
         return result
@@ -241,11 +243,10 @@ class Launch:
 class GpuExecutor:
     """Launches generated kernels. In J/K launches quartets with more than ``max_work``
     primitive quartets run as several items over chunks of their primitive pairs
-    (``runtime.pairs``), and with
-    ``uniform_warps`` (the default) the items run grouped by their primitive-pair counts, most
-    work first (``PrimitivePairs.launch_order``): in the caller's order a warp of randomly
-    mixed quartets runs as many loop trips as its longest quartet, 4-12x the mean on the
-    benchmark bases."""
+    (``runtime.pairs``). With ``uniform_warps`` (the default) the items run grouped by their
+    primitive-pair counts, most work first (``PrimitivePairs.launch_order``): in the caller's
+    order a warp of randomly mixed quartets runs as many loop trips as its longest quartet,
+    4-12x the mean on the benchmark bases."""
 
     target = "cuda"
 
