@@ -119,7 +119,7 @@ def _prologue(plan: ClassPlan) -> list[str]:
         "const int ia = quartets[4 * q], ib = quartets[4 * q + 1];",
         "const int ic = quartets[4 * q + 2], id = quartets[4 * q + 3];",
     ]
-    for ax, i in zip("xyz", range(3)):
+    for i, ax in enumerate("xyz"):
         lines.append(f"const double AC{ax} = seg_xyz[3 * ia + {i}] - seg_xyz[3 * ic + {i}];")
     lines += [
         "const int pab = qpair[2 * q], pcd = qpair[2 * q + 1];",

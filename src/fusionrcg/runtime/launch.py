@@ -95,13 +95,15 @@ class CpuExecutor:
             items = np.ascontiguousarray(quartets[lo:hi][pairs.quartet])
             sc = np.ascontiguousarray(scales[lo:hi][pairs.quartet])
             buf = np.empty(n * max(kernel.n_slots, 1))
-            item_out = np.empty((n, kernel.n_outputs))
+            # one item per quartet: the kernel writes the batch's rows in place
+            item_out = np.empty((n, kernel.n_outputs)) if pairs.split else out[lo:hi]
             fn(
                 n, _p(items), _p(sc), _p(basis.xyz), _p(pairs.index), _p(basis.ao),
                 _p(pairs.prim), _p(pairs.data), _p(table), _p(item_out), _p(buf), kernel.n_slots,
                 *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
             )  # fmt: skip
-            np.add.at(out, lo + pairs.quartet, item_out)  # a split quartet: sum of its items
+            if pairs.split and not jk:  # a split quartet: the sum of its items
+                np.add.at(out, lo + pairs.quartet, item_out)
         return (vj, vk) if jk else out
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
