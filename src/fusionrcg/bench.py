@@ -104,7 +104,7 @@ def sample_quartets(basis: SegmentedBasis, cls: QuartetClass, n: int, seed: int)
 def quartet_flops(f: Flops, basis: SegmentedBasis, quartets: np.ndarray) -> tuple[float, float]:
     """Total graph FLOPs of the quartets and their mean primitive-quartet count."""
     nprim = np.prod(basis.prim[quartets, 1].astype(float), axis=1)
-    total = nprim.sum() * f.vrr_per_primitive + (nprim - 1).sum() * f.accumulate_per_primitive
+    total = nprim.sum() * (f.vrr_per_primitive + f.accumulate_per_primitive)
     return float(total + len(quartets) * f.hrr_per_contracted), float(nprim.mean())
 
 

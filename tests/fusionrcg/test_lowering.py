@@ -1,6 +1,5 @@
 """Generated sources and their build: structure, the ptxas report, bad input."""
 
-import re
 import shutil
 
 import numpy as np
@@ -47,21 +46,6 @@ def test_tier1_source_is_straight_line_with_accumulators():
     assert k.source.count("OUT(") == 25 + 1  # 25 outputs plus the macro definition
     jk = lower(plan, "cuda", "jk")
     assert jk.source.count("FRCG_JK(") == 25 + 1
-
-
-def test_first_primitive_assigns_accumulators_in_memory():
-    """Accumulators in Tier 1 slots or Tier 2's bank are assigned by a quartet's first
-    primitive quartet (no clearing pass); Tier 1 then has the VRR once assigning, once adding."""
-    plan = plan_class(QuartetClass(2, 1, 1, 1))
-    slots = plan.tier1_placement.accumulator_slot
-    assert plan.tier is Tier.REGISTER and slots
-    src = lower(plan, "cuda", "store").source
-    assert src.count("if (jab == 0 && jcd == 0) {") == 1 and "SACC(s) = 0.0" not in src
-    assigned = re.findall(r"(?:acc\d+|SACC\(\d+\)) = v\d+;", src)
-    added = re.findall(r"(?:acc\d+|SACC\(\d+\)) \+= v\d+;", src)
-    assert len(assigned) == len(added) == plan.n_accumulators
-    tier2 = lower(plan_class(QuartetClass(2, 2, 2, 2), "tier2-only"), "cpp", "store").source
-    assert "BUF(s) = 0.0" not in tier2 and "frcg_first ? v" in tier2
 
 
 def test_tier2_layout_is_consistent():

@@ -123,4 +123,4 @@ def test_flops_account_for_every_vertex():
     assert plan.flops.vrr_per_primitive == 9
     assert plan.flops.accumulate_per_primitive == 3
     assert plan.flops.hrr_per_contracted == 0
-    assert plan.flops.per_contracted_quartet(4) == 4 * 9 + 3 * 3  # first assigned
+    assert plan.flops.per_contracted_quartet(4) == 4 * 12

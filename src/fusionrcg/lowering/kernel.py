@@ -203,12 +203,6 @@ def _jk_macro() -> str:
     return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
-# The first primitive quartet of a quartet assigns the accumulators instead of adding to
-# zeros: no clearing pass over the slots and no slot read (most quartets of the high-l classes
-# in cc-pVXZ have a single primitive quartet).
-FIRST_PRIMITIVE = "jab == 0 && jcd == 0"
-
-
 def _epilogue_line(epilogue: Epilogue, k: int, index: tuple[int, ...], value: str) -> str:
     if epilogue is Epilogue.JK:
         return f"FRCG_JK({', '.join(map(str, index))}, {value});"
@@ -228,21 +222,15 @@ def _tier1_body(
         return f"acc{v}" if v < n_acc else f"h{v}"
 
     lines = [f"double acc{k} = 0.0;" for k in placement.register_accumulators()]
+    if placement.accumulator_slot:
+        lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SACC(s) = 0.0;")
     lines += _loops_open(plan, target, record=None)
     vname = lambda v: f"v{v}"  # noqa: E731
     target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
-    # with accumulators in slots the VRR comes twice, assigning and adding (a branch per
-    # statement keeps its condition and both values alive: ptxas spills at total 6); with all
-    # of them in registers there is nothing to save, and the copy costs registers (ptxas)
-    peeled = bool(slot)
-    for op in ("=", "+=") if peeled else ("+=",):
-        if peeled:
-            lines.append(f"if ({FIRST_PRIMITIVE}) {{" if op == "=" else "} else {")
-        for v in plan.vrr_order:
-            lines.append(_vrr_statement(g.vrr, v, vname, lambda m: f"pref * F[{m}]"))
-            if v in target_of:
-                lines.append(f"{name(target_of[v])} {op} v{v};")
-    lines += ["}"] if peeled else []
+    for v in plan.vrr_order:
+        lines.append(_vrr_statement(g.vrr, v, vname, lambda m: f"pref * F[{m}]"))
+        if v in target_of:
+            lines.append(f"{name(target_of[v])} += v{v};")
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if epilogue is Epilogue.JK:
         lines += [
@@ -317,12 +305,12 @@ def _segment_functions(
             if v in seg.spill:
                 body.append(f"BUF({layout.vrr_slot[v]}) = v{v};")
             if v in target_of:
-                acc = f"BUF({layout.acc_slot[target_of[v]]})"
-                body.append(f"{acc} = frcg_first ? v{v} : {acc} + v{v};")
+                body.append(f"BUF({layout.acc_slot[target_of[v]]}) += v{v};")
         out.append(
             f"{fn} void {name}_s{i}(const struct {name}_prim* __restrict__ P, "
-            f"double* __restrict__ bank, const long long bank_stride, const int lane, "
-            f"const bool frcg_first)\n{{\n    " + "\n    ".join(body) + "\n}"
+            f"double* __restrict__ bank, const long long bank_stride, const int lane)\n{{\n    "
+            + "\n    ".join(body)
+            + "\n}"
         )
     return "\n\n".join(out)
 
@@ -406,13 +394,10 @@ def _tier2_body(
     shared: bool,
 ) -> list[str]:
     lines = _bank_lines(shared)
+    lines.append(f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;")
     lines.append(f"struct {name}_prim P;")
     lines += _loops_open(plan, target, record="P")
-    lines.append(f"const bool frcg_first = {FIRST_PRIMITIVE};")
-    lines += [
-        f"{name}_s{i}(&P, bank, bank_stride, lane, frcg_first);"
-        for i in range(len(layout.segments))
-    ]
+    lines += [f"{name}_s{i}(&P, bank, bank_stride, lane);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if compiled:
         geometry = ", ".join(PHASE2_SYMBOLS[1:])

@@ -27,14 +27,11 @@ keeps only the demand rank (the Phase 2 graphs of the largest g classes)."""
 class Flops:
     vrr_per_primitive: int
     accumulate_per_primitive: int
-    """Additions into the accumulators per primitive quartet after a quartet's first."""
     hrr_per_contracted: int
 
     def per_contracted_quartet(self, n_primitive_quartets: int) -> int:
-        # the first primitive quartet's VRR outputs are assigned, the others added
-        accumulate = (n_primitive_quartets - 1) * self.accumulate_per_primitive
-        vrr = n_primitive_quartets * self.vrr_per_primitive
-        return vrr + accumulate + self.hrr_per_contracted
+        per_prim = self.vrr_per_primitive + self.accumulate_per_primitive
+        return n_primitive_quartets * per_prim + self.hrr_per_contracted
 
 
 @dataclass(frozen=True, eq=False)  # identity: plans are cached and used as cache keys
