@@ -1,0 +1,42 @@
+"""Kernels of tests/fusionrcg/test_gpu.py and of verify.py, built in parallel into KERNEL_DIR
+(largest classes first)."""
+
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from fusionrcg.angmom import QuartetClass, canonical_classes
+from fusionrcg.build.library import get_kernel
+
+
+def build(job):
+    directory, ls, variant, spherical, epilogue = job
+    try:
+        k = get_kernel(
+            QuartetClass(*ls), variant, spherical=spherical, epilogue=epilogue, directory=directory
+        )
+        return f"{ls} {variant} sph={spherical} {epilogue} tier={int(k.tier)} slots={k.n_slots}"
+    except Exception as e:  # noqa: BLE001
+        return f"{ls} {variant} FAILED {e}"
+
+
+def main():
+    d, workers = sys.argv[1], int(sys.argv[2])
+    jobs = {(d, (3, 3, 2, 2), "full", True, "store"), (d, (2, 0, 1, 0), "full", True, "store")}
+    jobs |= {(d, c.ls, "full", True, e) for c in canonical_classes(2) for e in ("jk", "store")}
+    jobs |= {
+        (d, ls, "tier1-only", True, "store") for ls in ((1, 1, 1, 1), (3, 0, 2, 1), (3, 3, 0, 0))
+    }
+    for spherical, max_total in ((True, 9), (False, 6)):
+        jobs |= {
+            (d, c.ls, "full", spherical, "store")
+            for c in canonical_classes(4)
+            if c.total <= max_total
+        }
+    order = sorted(jobs, key=lambda j: -sum(j[1]))
+    with ProcessPoolExecutor(workers) as pool:
+        for f in as_completed([pool.submit(build, j) for j in order]):
+            print(f.result(), flush=True)
+
+
+if __name__ == "__main__":
+    main()
