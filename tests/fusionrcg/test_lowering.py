@@ -8,7 +8,7 @@ import pytest
 from fusionrcg import QuartetClass, Tier, plan_class
 from fusionrcg.build.compiler import CompileError, nvcc_cubin, parse_ptxas
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, TABLE_STRIDE, boys_table
-from fusionrcg.lowering.kernel import SHARED_BANK_THREADS, lower
+from fusionrcg.lowering.kernel import PREFETCH_MAX_ACCUMULATORS, SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
 from fusionrcg.orchestration.placement import place_tier1
 from fusionrcg.orchestration.slots import check_slots
@@ -46,6 +46,18 @@ def test_tier1_source_is_straight_line_with_accumulators():
     assert k.source.count("OUT(") == 25 + 1  # 25 outputs plus the macro definition
     jk = lower(plan, "cuda", "jk")
     assert jk.source.count("FRCG_JK(") == 25 + 1
+
+
+def test_small_classes_read_the_next_ket_row_ahead():
+    """Classes of at most PREFETCH_MAX_ACCUMULATORS accumulators load ket pair row j + 1 while
+    row j is in use (CUDA: 16-byte loads into a register buffer); larger ones load as they go."""
+    small = plan_class(QuartetClass(4, 0, 0, 0))
+    large = plan_class(QuartetClass(2, 0, 1, 0))
+    assert small.n_accumulators <= PREFETCH_MAX_ACCUMULATORS < large.n_accumulators
+    for target, buffer in (("cuda", "double2 ket[3];"), ("cpp", "double ket[6];")):
+        src = lower(small, target, "store").source
+        assert buffer in src and "const int jnext = jcd + (jcd + 1 < ncd);" in src
+        assert "jnext" not in lower(large, target, "store").source
 
 
 def test_tier2_layout_is_consistent():

@@ -54,6 +54,11 @@ PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 # (``runtime.pairs``); the loops then spend no exponential or division on them per primitive
 # quartet.
 PAIR_FIELDS = ("zeta", "ooz", "kab", "PAx", "PAy", "PAz")
+# Classes with at most this many accumulators read the next ket pair row one primitive quartet
+# ahead: their loop bodies are short, so the row loads' latency is exposed. Larger classes got
+# more registers from ptxas with it, crossing occupancy steps (H200, Tier 1 store up to total 6:
+# 1.00x-1.26x at or below 16 accumulators, 0.88x-1.05x above; reports/gpu/eri/ket_prefetch).
+PREFETCH_MAX_ACCUMULATORS = 16
 
 # Longest Phase 2 program lowered as compiled code. Compiled Phase 2 is 2-3x faster than the
 # interpreted program on the H200 (reports/gpu/eri/tier2_compiled); the longest one compiled
@@ -134,13 +139,31 @@ def _loops_open(plan: ClassPlan, target: Target, record: str | None) -> list[str
     ``record`` they are stored into that FrcgPrim variable instead of local constants."""
     pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
     d = (lambda f: f"{record}.{f}") if record else (lambda f: f"const double {f}")
+    width = len(PAIR_FIELDS)
+    ket_fields = ("eta", "ooe", "kcd", *S.QC)
     lines = [
         "for (int jab = 0; jab < nab; ++jab) {",
-        f"const double* const bra = pair_data + (size_t){len(PAIR_FIELDS)} * (fab + jab);",
+        f"const double* const bra = pair_data + (size_t){width} * (fab + jab);",
         *target.load_row("bra", PAIR_FIELDS[:3] + S.PA),
-        "for (int jcd = 0; jcd < ncd; ++jcd) {",
-        f"const double* const ket = pair_data + (size_t){len(PAIR_FIELDS)} * (fcd + jcd);",
-        *target.load_row("ket", ("eta", "ooe", "kcd", *S.QC)),
+    ]
+    if plan.n_accumulators <= PREFETCH_MAX_ACCUMULATORS:
+        # the next ket row is read while this one is used (the last trip reads its own row
+        # again), so the loads' latency no longer opens every primitive quartet
+        lines += [
+            *target.row_buffer("ket", f"(pair_data + (size_t){width} * fcd)", width),
+            "for (int jcd = 0; jcd < ncd; ++jcd) {",
+            *target.row_fields("ket", ket_fields),
+            "const int jnext = jcd + (jcd + 1 < ncd);",
+            f"const double* const next = pair_data + (size_t){width} * (fcd + jnext);",
+            *target.row_load("ket", "next", width),
+        ]
+    else:
+        lines += [
+            "for (int jcd = 0; jcd < ncd; ++jcd) {",
+            f"const double* const ket = pair_data + (size_t){width} * (fcd + jcd);",
+            *target.load_row("ket", ket_fields),
+        ]
+    lines += [
         "const double PQx = ACx + PAx - QCx, PQy = ACy + PAy - QCy, PQz = ACz + PAz - QCz;",
         # one reciprocal square root gives sqrt(1/(zeta+eta)) and, after a Newton step,
         # 1/(zeta+eta): a division and a square root less per primitive quartet

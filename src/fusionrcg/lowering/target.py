@@ -56,6 +56,29 @@ class Target:
             lines.append(f"const double {pair};")
         return lines
 
+    def row_buffer(self, buffer: str, pointer: str, width: int) -> list[str]:
+        """A row of ``width`` doubles read from ``pointer`` into ``buffer`` (declared here): two
+        values per 16-byte load on the GPU."""
+        if self.name == "cpp":
+            return [f"double {buffer}[{width}];", *self.row_load(buffer, pointer, width)]
+        return [f"double2 {buffer}[{width // 2}];", *self.row_load(buffer, pointer, width)]
+
+    def row_load(self, buffer: str, pointer: str, width: int) -> list[str]:
+        if self.name == "cpp":
+            return [f"for (int i = 0; i < {width}; ++i) {buffer}[i] = {pointer}[i];"]
+        return [
+            f"{buffer}[{i}] = *(const double2*)({pointer} + {2 * i});" for i in range(width // 2)
+        ]
+
+    def row_fields(self, buffer: str, names: tuple[str, ...]) -> list[str]:
+        """``const double`` copies of a row buffer's values, so that the buffer can take the
+        next row while these are in use."""
+        if self.name == "cpp":
+            values = [f"{buffer}[{i}]" for i in range(len(names))]
+        else:
+            values = [f"{buffer}[{i // 2}].{'xy'[i % 2]}" for i in range(len(names))]
+        return ["const double " + ", ".join(f"{n} = {v}" for n, v in zip(names, values)) + ";"]
+
     def prelude(self) -> str:
         return "\n".join(
             [
