@@ -59,11 +59,12 @@ class Target:
     def row_buffer(self, buffer: str, pointer: str, width: int) -> list[str]:
         """A row of ``width`` doubles read from ``pointer`` into ``buffer`` (declared here): two
         values per 16-byte load on the GPU."""
-        if self.name == "cpp":
-            return [f"double {buffer}[{width}];", *self.row_load(buffer, pointer, width)]
-        return [f"double2 {buffer}[{width // 2}];", *self.row_load(buffer, pointer, width)]
+        cpp = self.name == "cpp"
+        declaration = f"double {buffer}[{width}];" if cpp else f"double2 {buffer}[{width // 2}];"
+        return [declaration, *self.row_load(buffer, pointer, width)]
 
     def row_load(self, buffer: str, pointer: str, width: int) -> list[str]:
+        """The row at ``pointer`` into the existing ``buffer``."""
         if self.name == "cpp":
             return [f"for (int i = 0; i < {width}; ++i) {buffer}[i] = {pointer}[i];"]
         return [
