@@ -115,6 +115,37 @@ def _relative(layout):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_register_target_is_launch_bounds_with_a_full_budget_fallback():
+    plan = plan_class(QuartetClass(1, 1, 1, 1))
+    held = lower(plan, "cuda", "store")
+    assert "__launch_bounds__(32, 12) frcg_1111" in held.source  # 12 warps of 168 registers
+    assert held.n_slots == plan.tier1_placement.n_slots
+    full = lower(plan, "cuda", "store", register_target=False)
+    assert "__launch_bounds__" not in full.source
+    assert full.n_slots == plan.tier1_fallback.n_slots
+    assert "__launch_bounds__" not in lower(plan, "cpp", "store").source
+
+
+def test_library_falls_back_to_the_full_budget_where_ptxas_spills(tmp_path, monkeypatch):
+    from fusionrcg.build import library
+    from fusionrcg.build.compiler import PtxasReport
+
+    bounded = []
+
+    def spilling_when_bounded(source, cubin, arch, what, timeout=None):
+        bounded.append("__launch_bounds__" in source.read_text())
+        cubin.write_bytes(b"cubin")
+        spill = 64 if bounded[-1] else 0
+        return PtxasReport(168 if bounded[-1] else 255, spill, spill, spill, 1, 0.1)
+
+    monkeypatch.setattr(library, "nvcc_cubin", spilling_when_bounded)
+    cls = QuartetClass(1, 1, 1, 1)
+    k = library.get_kernel(cls, "full", directory=tmp_path)
+    assert bounded == [True, False]
+    assert k.report.registers == 255 and not k.report.spills
+    assert k.n_slots == plan_class(cls).tier1_fallback.n_slots
+
+
 def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):
     for cls, variant in ((QuartetClass(2, 0, 1, 1), "full"), (QuartetClass(2, 2, 1, 0), "full"),
                          (QuartetClass(2, 2, 1, 0), "tier2-only")):  # fmt: skip
@@ -238,7 +269,10 @@ def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_pa
     from fusionrcg.verify import Tolerance, reference_eri
 
     monkeypatch.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path))
-    tiny = RegisterModel(tier1_phase1_fixed=245, tier1_phase2_values=4)  # 3-5 accumulators
+    # 3-5 accumulators in registers, no occupancy target (it would take more registers)
+    tiny = RegisterModel(
+        tier1_phase1_fixed=245, tier1_phase2_values=4, tier1_occupancy_registers=None
+    )
     monkeypatch.setattr(planning, "DEFAULT_MODEL", tiny)
     plan_class.cache_clear()
     request.addfinalizer(plan_class.cache_clear)

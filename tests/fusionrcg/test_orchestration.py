@@ -117,6 +117,23 @@ def test_tier1_budgets_up_to_total_6_and_beyond():
     assert plan_class(QuartetClass(3, 3, 1, 1), model=strict).model_tier == Tier.BUFFERED
 
 
+def test_tier1_register_target_for_occupancy():
+    model = RegisterModel()
+    held = plan_class(QuartetClass(1, 1, 1, 1))  # slots at the full budget, room at 168
+    assert held.tier1_registers == model.tier1_occupancy_registers == 168
+    assert 0 < held.tier1_fallback.n_slots < held.tier1_placement.n_slots
+    warps = model.warps_by_shared_memory(held.tier1_placement.n_slots)
+    assert warps >= model.tier1_occupancy_min_warps
+    fits = plan_class(QuartetClass(2, 0, 2, 0))  # no slots: its kernel is not register-bound
+    assert fits.tier1_registers is None and fits.tier1_fallback is None
+    crowded = plan_class(QuartetClass(2, 2, 1, 1))  # its slots leave room for 3 warps
+    assert crowded.tier1_registers is None and crowded.tier1_placement.n_slots > 200
+    assert model.warps_by_shared_memory(crowded.tier1_placement.n_slots) == 3
+    assert plan_class(QuartetClass(3, 3, 1, 1)).tier1_registers is None  # above total 6
+    off = RegisterModel(tier1_occupancy_registers=None)
+    assert plan_class(QuartetClass(1, 1, 1, 1), model=off).tier1_registers is None
+
+
 def test_flops_account_for_every_vertex():
     plan = plan_class(QuartetClass(1, 0, 0, 0))
     # [p0|00]^(0) = PA*F0 + WP*F1 for each of x, y, z: 3 flops each

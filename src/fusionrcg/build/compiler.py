@@ -35,6 +35,10 @@ class PtxasReport:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes + self.spill_load_bytes > 0
+
 
 _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..angmom import QuartetClass
-from ..lowering.kernel import lower
+from ..lowering.kernel import KernelSource, lower
 from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
 from ..orchestration.plan import Flops, plan_class
@@ -146,6 +146,28 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _compile(
+    kernel: KernelSource, root: Path, target: str, arch: str, what: str, timeout: float | None
+) -> tuple[Path, PtxasReport | None, bool]:
+    """The binary of ``kernel`` in the library (compiled unless there): its path stem, the
+    ptxas report (CUDA) and whether it was there already."""
+    stem = root / f"{kernel.name}-{_content_key(kernel.source, target, arch)}"
+    cuda = target == "cuda"
+    binary = stem.with_suffix(".cubin" if cuda else ".so")
+    report_file = stem.with_suffix(".ptxas.json")
+    if binary.exists() and (report_file.exists() or not cuda):
+        report = PtxasReport(**json.loads(report_file.read_text())) if cuda else None
+        return stem, report, True
+    source = stem.with_suffix(".cu" if cuda else ".cpp")
+    source.write_text(kernel.source)
+    if not cuda:
+        cxx_shared(source, binary, what, timeout)
+        return stem, None, False
+    report = nvcc_cubin(source, binary, arch, what, timeout)
+    _write_atomic(report_file, json.dumps(report.as_dict()))
+    return stem, report, False
+
+
 def get_kernel(
     cls: QuartetClass,
     variant: str | Variant = "full",
@@ -182,24 +204,15 @@ def get_kernel(
     if plan.tier is Tier.BUFFERED:
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
     kernel = lower(plan, target, epi, segment_size, bank)
-    stem = root / f"{kernel.name}-{_content_key(kernel.source, target, arch)}"
+    what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
+    stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
+    if report is not None and report.spills and plan.tier1_registers is not None:
+        # ptxas cannot hold this kernel to the register target without spilling (the J/K
+        # epilogue needs more registers than the store one): the full budget instead
+        kernel = lower(plan, target, epi, segment_size, bank, register_target=False)
+        stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
     cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")
-    what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
-    report_file = stem.with_suffix(".ptxas.json")
-    if binary.exists() and (report_file.exists() or not cuda):
-        report = PtxasReport(**json.loads(report_file.read_text())) if cuda else None
-        cached = True
-    else:
-        source = stem.with_suffix(".cu" if cuda else ".cpp")
-        source.write_text(kernel.source)
-        if cuda:
-            report = nvcc_cubin(source, binary, arch, what, timeout)
-            _write_atomic(report_file, json.dumps(report.as_dict()))
-        else:
-            cxx_shared(source, binary, what, timeout)
-            report = None
-        cached = False
     program_file = None
     if kernel.layout is not None:
         program_file = stem.with_suffix(".program.npz")

@@ -5,7 +5,8 @@ with their precomputed Gaussian-product data, Boys function) and differ in where
 
 * Tier 1: one function; VRR vertices, the accumulator bank and Phase 2 are registers in the
   plan's order, up to the model's register budgets; beyond them values live in per-thread
-  shared-memory slots (``placement``). The epilogue writes each integral (``store``) or folds
+  shared-memory slots (``placement``); a kernel the model holds to fewer registers for
+  occupancy carries launch bounds. The epilogue writes each integral (``store``) or folds
   it into J and K with atomic adds (``jk``) as soon as it is computed.
 * Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
   ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
@@ -472,9 +473,11 @@ def lower(
     epilogue: str | Epilogue = Epilogue.STORE,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     bank: str = "auto",
+    register_target: bool = True,
 ) -> KernelSource:
     """Source of the kernel for ``plan`` in its tier (forced or chosen by the model); ``bank``
-    places Tier 2's slot bank (see ``shared_bank``)."""
+    places Tier 2's slot bank (see ``shared_bank``). Without ``register_target`` a Tier 1
+    kernel the model holds to fewer registers uses its full-budget placement instead."""
     tgt = TARGETS[target] if isinstance(target, str) else target
     epi = Epilogue(epilogue)
     tier = plan.tier
@@ -492,10 +495,15 @@ def lower(
     layout = None
     bank_threads = 0
     jk_kernel = None
+    bounds = ""
     if tier is Tier.REGISTER:
+        placement = plan.tier1_placement
+        if plan.tier1_registers is not None and register_target:
+            bounds = tgt.launch_bounds(plan.tier1_registers)
+        elif plan.tier1_fallback is not None:
+            placement = plan.tier1_fallback
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
-        placement = plan.tier1_placement
         body = tgt.tier1_slots(placement.n_slots) if placement.n_slots else []
         body += _tier1_body(plan, tgt, epi, placement)
         n_slots = placement.n_slots
@@ -523,7 +531,7 @@ def lower(
             parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
-    parts.append(f"{tgt.kernel} {name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
+    parts.append(f"{tgt.kernel} {bounds}{name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
     source = "\n".join(p for p in parts if p)
     return KernelSource(
         name, tgt.name, tier, epi, source, n_out, n_slots, layout, bank_threads, jk_kernel

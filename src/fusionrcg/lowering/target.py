@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..orchestration.tier import SM_REGISTERS
+
 # Threads per block of Tier 1 kernels, also the lane stride of their shared-memory slots. Blocks
 # of one warp release their SM resources warp by warp: 0.98x-1.11x (median 1.01x) against
 # blocks of 128 on the H200 over the classes up to total 6, most where primitive counts vary
@@ -31,6 +33,13 @@ class Target:
     atomic_add: str  # ATOMIC(x, v)
     slot_index: str  # SACC(s): Tier 1 slot s of this thread (see ``placement``)
     rsqrt: str  # RSQRT(x): 1 / sqrt(x)
+
+    def launch_bounds(self, registers: int | None) -> str:
+        """Qualifier holding a Tier 1 kernel to ``registers`` per thread (None: no bound):
+        blocks of ``TIER1_THREADS`` and as many resident blocks per SM as the registers allow."""
+        if registers is None or self.name == "cpp":
+            return ""
+        return f"__launch_bounds__({TIER1_THREADS}, {SM_REGISTERS // (TIER1_THREADS * registers)}) "
 
     def tier1_slots(self, n_slots: int) -> list[str]:
         """Declarations of this thread's ``n_slots`` Tier 1 slots (``frcg_lane``)."""

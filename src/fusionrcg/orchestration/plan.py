@@ -50,6 +50,12 @@ class ClassPlan:
     registers_phase2: int
     tier1_placement: Tier1Placement
     """Where Tier 1 keeps its values under the model's register budgets."""
+    tier1_registers: int | None
+    """Registers per thread the Tier 1 kernel is held to (launch bounds); None: the full
+    budget (``RegisterModel.tier1_register_target``)."""
+    tier1_fallback: Tier1Placement | None
+    """With ``tier1_registers``: the placement at the full budget, which the build falls back
+    to where ptxas cannot hold the target without spills (``build.library``)."""
     model_tier: Tier
     slots: SlotPlan
     flops: Flops
@@ -111,9 +117,18 @@ def plan_class(
     peak_vrr, peak_hrr = vrr_ranges.peak(), hrr_ranges.peak()
     n_acc = graph.n_accumulators
     outputs = graph.hrr.output_set
-    placement = place_tier1(
-        graph.hrr, tuple(hrr_order), n_acc, *model.tier1_budgets(cls.total, peak_vrr, n_acc)
-    )
+
+    def placement_for(registers: int | None) -> Tier1Placement:
+        budgets = model.tier1_budgets(cls.total, peak_vrr, n_acc, registers)
+        return place_tier1(graph.hrr, tuple(hrr_order), n_acc, *budgets)
+
+    placement = placement_for(None)
+    tier1_registers = fallback = None
+    if placement.n_slots and model.tier1_occupancy_registers is not None:
+        reduced = placement_for(model.tier1_occupancy_registers)
+        tier1_registers = model.tier1_register_target(placement.n_slots, reduced.n_slots)
+        if tier1_registers is not None:
+            placement, fallback = reduced, placement
     buffered = [u for u in range(len(graph.hrr)) if u not in outputs]
     return ClassPlan(
         graph=graph,
@@ -129,6 +144,8 @@ def plan_class(
         registers_phase1=model.phase1_registers(peak_vrr, n_acc),
         registers_phase2=model.phase2_registers(peak_hrr),
         tier1_placement=placement,
+        tier1_registers=tier1_registers,
+        tier1_fallback=fallback,
         model_tier=model.choose_tier(cls.total, placement.n_slots),
         slots=pack_slots(hrr_ranges, buffered),
         flops=Flops(_phase_flops(graph.vrr), n_acc, _phase_flops(graph.hrr)),

@@ -7,10 +7,13 @@ accumulate-then-transform loop really keeps is the Cartesian HRR-input set
 sum_{l=la}^{la+lb} ncart(l) * sum_{l=lc}^{lc+ld} ncart(l), and that is what the model uses.
 
 Up to total 6 every class goes to Tier 1 without spills: what does not fit the register
-budgets lives in shared-memory slots (``placement``). Above it a class goes to Tier 1 up to
-total 9 with everything in registers, ptxas spills accepted, and to Tier 2 beyond. Both rules
-come from the H200 measurements of Tier 1 against Tier 2 with the J/K epilogue
-(reports/gpu/eri/tier1_slots).
+budgets lives in shared-memory slots (``placement``). A class with slots at the full budget
+runs at most 8 warps per SM (255 registers); it is placed for 168 registers instead (12 warps)
+when the slots of that placement still leave shared memory for at least 10 warps, and the
+build falls back to the full budget where ptxas cannot hold 168 without spills. Above total
+6 a class goes to Tier 1 up to total 9 with everything in registers, ptxas spills accepted,
+and to Tier 2 beyond. The tier rules come from the H200 measurements of Tier 1 against Tier 2
+with the J/K epilogue (reports/gpu/eri/tier1_slots).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from ..variants import Tier
 
 DOUBLE_REGISTERS = 2
 UNLIMITED = 1 << 30
+WARP = 32
+SM_REGISTERS = 65_536
+SM_SHARED_BYTES = 228 * 1024
+BLOCK_RESERVED_SHARED_BYTES = 1024  # the runtime's share of every resident block (sm_90)
 
 
 def paper_accumulator_count(cls: QuartetClass) -> int:
@@ -54,22 +61,56 @@ class RegisterModel:
     tier1_phase2_values: int = 32
     """Values Tier 1's Phase 2 keeps in registers (or as many as accumulators the loops kept
     in registers, if more); more go to shared-memory slots."""
+    tier1_occupancy_registers: int | None = 168
+    """Register target of the classes whose placement at the full budget needs slots: 12 warps
+    per SM instead of 8 (``tier1_register_target``; None: always the full budget). On the H200
+    the 15 classes up to total 6 the rule picks ran 1.00x-1.11x (median 1.06x) faster, Tier 1
+    store, against the full budget (reports/gpu/eri/register_target)."""
+    tier1_occupancy_fixed: int = 80
+    """``tier1_phase1_fixed`` under that target: ptxas, held to it by launch bounds, spends
+    fewer registers on scheduling. Calibrated with ptxas (sm_90, CUDA 13) like the former."""
+    tier1_occupancy_min_warps: int = 10
+    """Warps per SM the shared-memory slots of the reduced placement must leave room for: below
+    it the classes lost (0.78x-0.94x at 5-9 warps)."""
     tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
 
-    def tier1_budgets(self, total: int, peak_live_vrr: int, n_accumulators: int) -> tuple[int, int]:
+    def tier1_budgets(
+        self, total: int, peak_live_vrr: int, n_accumulators: int, registers: int | None = None
+    ) -> tuple[int, int]:
         """Accumulators Tier 1 keeps in registers through the loops, and values its Phase 2
-        keeps in registers. Up to ``spill_free_max_total`` they are what fits, the rest goes
-        to shared-memory slots; above it everything stays in registers and ptxas spills (on
-        the H200 the large slot banks there cost more occupancy than the spills: slots ran at
-        0.45x-1.18x, median 0.73x, over 29 classes of total 7-9, reports/gpu/eri/tier1_slots)."""
+        keeps in registers, for a kernel of ``registers`` per thread (default: the full
+        budget; ``tier1_occupancy_registers`` otherwise). Up to ``spill_free_max_total`` they
+        are what fits, the rest goes to shared-memory slots; above it everything stays in
+        registers and ptxas spills (on the H200 the large slot banks there cost more occupancy
+        than the spills: slots ran at 0.45x-1.18x, median 0.73x, over 29 classes of total 7-9,
+        reports/gpu/eri/tier1_slots)."""
         if total > self.spill_free_max_total:
             return n_accumulators, UNLIMITED
-        room = (self.register_budget - self.tier1_phase1_fixed) // DOUBLE_REGISTERS
+        full = registers is None or registers >= self.register_budget
+        fixed = self.tier1_phase1_fixed if full else self.tier1_occupancy_fixed
+        room = ((self.register_budget if full else registers) - fixed) // DOUBLE_REGISTERS
         in_registers = max(0, min(n_accumulators, room - peak_live_vrr))
         # Phase 2 starts from the accumulators the loops kept: it may keep as many
         return in_registers, max(self.tier1_phase2_values, in_registers)
+
+    def warps_by_shared_memory(self, n_slots: int) -> int:
+        """Tier 1 warps (blocks of one warp) one SM holds with ``n_slots`` slots per thread."""
+        per_block = 8 * n_slots * WARP + BLOCK_RESERVED_SHARED_BYTES
+        return SM_SHARED_BYTES // per_block
+
+    def tier1_register_target(self, slots_full: int, slots_reduced: int) -> int | None:
+        """Registers per thread Tier 1 is held to, None for the full budget: the occupancy
+        target when the placement at the full budget needs ``slots_full`` > 0 slots (the
+        kernel then takes all registers: 8 warps per SM) and the reduced placement's
+        ``slots_reduced`` leave room for ``tier1_occupancy_min_warps``."""
+        target = self.tier1_occupancy_registers
+        if target is None or target >= self.register_budget or slots_full == 0:
+            return None
+        if self.warps_by_shared_memory(slots_reduced) < self.tier1_occupancy_min_warps:
+            return None
+        return target
 
     def phase1_registers(self, peak_live_vrr: int, n_accumulators: int) -> int:
         return DOUBLE_REGISTERS * (peak_live_vrr + n_accumulators) + self.fixed_registers
