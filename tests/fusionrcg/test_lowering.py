@@ -124,6 +124,9 @@ def test_register_target_is_launch_bounds_with_a_full_budget_fallback():
     assert "__launch_bounds__" not in full.source
     assert full.n_slots == plan.tier1_fallback.n_slots
     assert "__launch_bounds__" not in lower(plan, "cpp", "store").source
+    fused = lower(plan, "cuda", "jk")  # J/K epilogue: the full budget
+    assert "__launch_bounds__" not in fused.source
+    assert fused.n_slots == plan.tier1_fallback.n_slots
 
 
 def test_library_falls_back_to_the_full_budget_where_ptxas_spills(tmp_path, monkeypatch):

@@ -8,12 +8,12 @@ sum_{l=la}^{la+lb} ncart(l) * sum_{l=lc}^{lc+ld} ncart(l), and that is what the 
 
 Up to total 6 every class goes to Tier 1 without spills: what does not fit the register
 budgets lives in shared-memory slots (``placement``). A class with slots at the full budget
-runs at most 8 warps per SM (255 registers); it is placed for 168 registers instead (12 warps)
-when the slots of that placement still leave shared memory for at least 10 warps, and the
-build falls back to the full budget where ptxas cannot hold 168 without spills. Above total
-6 a class goes to Tier 1 up to total 9 with everything in registers, ptxas spills accepted,
-and to Tier 2 beyond. The tier rules come from the H200 measurements of Tier 1 against Tier 2
-with the J/K epilogue (reports/gpu/eri/tier1_slots).
+runs at most 8 warps per SM (255 registers); its store kernel is placed for 168 registers
+instead (12 warps) when the slots of that placement still leave shared memory for at least 10
+warps, and the build falls back to the full budget where ptxas cannot hold 168 without
+spills. Above total 6 a class goes to Tier 1 up to total 9 with everything in registers,
+ptxas spills accepted, and to Tier 2 beyond. The tier rules come from the H200 measurements
+of Tier 1 against Tier 2 with the J/K epilogue (reports/gpu/eri/tier1_slots).
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ class RegisterModel:
     """Values Tier 1's Phase 2 keeps in registers (or as many as accumulators the loops kept
     in registers, if more); more go to shared-memory slots."""
     tier1_occupancy_registers: int | None = 168
-    """Register target of the classes whose placement at the full budget needs slots: 12 warps
-    per SM instead of 8 (``tier1_register_target``; None: always the full budget). On the H200
-    the 15 classes up to total 6 the rule picks ran 1.00x-1.11x (median 1.06x) faster, Tier 1
-    store, against the full budget (reports/gpu/eri/register_target)."""
+    """Register target of the store kernels of classes whose placement at the full budget needs
+    slots: 12 warps per SM instead of 8 (``tier1_register_target``; None: always the full
+    budget). On the H200 the 15 classes up to total 6 the rule picks ran 0.97x-1.11x (median
+    1.08x) against the full budget, Tier 1 store (reports/gpu/eri/register_target)."""
     tier1_occupancy_fixed: int = 80
     """``tier1_phase1_fixed`` under that target: ptxas, held to it by launch bounds, spends
     fewer registers on scheduling. Calibrated with ptxas (sm_90, CUDA 13) like the former."""
