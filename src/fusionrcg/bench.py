@@ -157,5 +157,5 @@ def measure(
         stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
         bank=kernel.slot_bank or "",
         kernel2=form, quartet_order="primitive" if executor.uniform_warps else "given",
-        max_work=(executor.max_work or 0) if epilogue is Epilogue.JK else 0,  # store: whole
+        max_work=executor.max_work or 0,
     )  # fmt: skip

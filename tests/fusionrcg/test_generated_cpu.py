@@ -128,6 +128,30 @@ def test_split_quartets_cover_their_primitive_quartets(get_molecule):
         assert covered == {(i, j) for i in range(b0, b0 + nb) for j in range(k0, k0 + nk)}
 
 
+def test_item_sums_add_each_split_quartets_items_into_its_first(get_molecule):
+    """What a store launch of split quartets adds where (``PrimitivePairs.item_sums``): every
+    quartet's first launched item collects the others, so per-item values sum per quartet."""
+    basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
+    quartets, _ = unique_segment_quartets(basis)
+    split = primitive_pairs(basis, quartets, max_work=5)
+    order = split.launch_order()
+    items = split.quartet[order]
+    first, sources, targets = split.item_sums(order)
+    assert np.array_equal(items[first], np.arange(len(quartets)))
+    assert len(sources) == len(items) - len(quartets) > 0
+    assert np.array_equal(np.sort(np.concatenate([first, sources])), np.arange(len(items)))
+    assert np.all(first[items] <= np.arange(len(items)))  # the first of each quartet's items
+    values = np.random.default_rng(4).standard_normal(len(items))
+    summed = values.copy()
+    np.add.at(summed, targets, values[sources])
+    expected = np.zeros(len(quartets))
+    np.add.at(expected, items, values)
+    np.testing.assert_allclose(summed[first], expected, rtol=1e-13, atol=1e-13)
+    whole = primitive_pairs(basis, quartets)
+    first, sources, _ = whole.item_sums(whole.launch_order())
+    assert len(sources) == 0 and np.array_equal(np.sort(first), np.arange(len(quartets)))
+
+
 def test_split_quartets_match_pyscf(get_molecule):
     """Integrals and J/K from split quartets (items summed) agree with PySCF."""
     from fusionrcg.runtime.launch import CpuExecutor

@@ -36,6 +36,32 @@ def test_gpu_launch_order_returns_callers_order(get_molecule):
         assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0
 
 
+@pytest.mark.gpu
+def test_gpu_split_store_launch_sums_its_items(get_molecule):
+    """A store launch whose quartets run as several items adds them up on the GPU: the same
+    integrals as one item per quartet, and PySCF's."""
+    from fusionrcg.runtime.basis import segment_basis
+    from fusionrcg.runtime.gpu import GpuExecutor
+    from fusionrcg.variants import get_variant
+
+    mol = get_molecule("water_clusters/002", "cc-pvdz")
+    basis = segment_basis(mol)
+    cls = fusionrcg.QuartetClass(2, 0, 1, 0)
+    shells = sample_quartets(mol, cls, 24, np.random.default_rng(3))
+    segs = np.array([basis.segment_quartets(q)[0] for q in shells], dtype=np.int32)
+    split = GpuExecutor(max_work=3)
+    kernel = split.kernel(cls, get_variant("full"), True)
+    launch = split.prepare(kernel, segs, basis)
+    assert launch.add_items is not None  # some quartets run as several items
+    launch()
+    whole = GpuExecutor(max_work=None).integrals(kernel, segs, basis)
+    np.testing.assert_allclose(launch.integrals(), whole, rtol=0, atol=1e-13)
+    first = tuple(slice(0, n) for n in kernel.output_shape)  # segment_quartets(q)[0]
+    for q, value in zip(shells, launch.integrals()):
+        ref = reference_eri(mol, q)[first]
+        assert TOL.normalized(np.abs(value.reshape(ref.shape) - ref), ref).max() <= 1.0
+
+
 def test_gpu_backend_without_gpu_says_so(get_molecule, gpu_present):
     if gpu_present:
         pytest.skip("a GPU is present")

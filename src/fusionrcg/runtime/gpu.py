@@ -177,6 +177,25 @@ def _function(path: Path, name: str):
     return cp.RawModule(path=str(path)).get_function(name)
 
 
+# Adds the integrals of a split quartet's other items into its first item's column.
+ADD_ITEMS = r"""
+extern "C" __global__ void frcg_add_items(const int n_sources, const int n_outputs,
+    const long long stride, const long long* __restrict__ source,
+    const long long* __restrict__ target, double* __restrict__ out)
+{
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (t >= (long long)n_sources * n_outputs) return;
+    const long long i = t % n_sources, k = t / n_sources;
+    atomicAdd(&out[k * stride + target[i]], out[k * stride + source[i]]);
+}
+"""
+
+
+@lru_cache(maxsize=1)
+def _add_items():
+    return _cupy().RawModule(code=ADD_ITEMS).get_function("frcg_add_items")
+
+
 @lru_cache(maxsize=2)
 def _jk_transform(form: str):
     cp = _cupy()
@@ -226,18 +245,20 @@ class Launch:
     args: tuple
     out: object  # store epilogue: (n_outputs, n_items) device array, column i for item i
     order: np.ndarray  # launched item -> index into the caller's quartets
+    columns: np.ndarray | None = None  # caller's quartet -> column of its integrals
+    add_items: Callable[[], None] | None = None  # split quartets: items into the first one
 
     def __call__(self) -> None:
         self.fn((self.grid,), (self.threads,), self.args, shared_mem=self.shared_mem)
+        if self.add_items is not None:
+            self.add_items()
 
     def integrals(self) -> np.ndarray:
-        """(n_quartets, n_outputs) on the host in the caller's order, after a call of a launch
-        prepared with ``whole=True`` (one item per quartet)."""
-        if len(np.unique(self.order)) != len(self.order):
+        """(n_quartets, n_outputs) on the host in the caller's order, after a call of a store
+        launch whose items are summed per quartet (not ``whole=False``)."""
+        if self.columns is None:
             raise ValueError("a launch of split quartets has no integrals per quartet")
-        result = np.empty((len(self.order), self.out.shape[0]))
-        result[self.order] = _cupy().asnumpy(self.out).T
-        return result
+        return np.ascontiguousarray(_cupy().asnumpy(self.out)[:, self.columns].T)
 
 
 class GpuExecutor:
@@ -289,16 +310,15 @@ class GpuExecutor:
     def prepare(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis, scales=None,
                 dm=None, vj=None, vk=None, whole: bool | None = None) -> Launch:  # fmt: skip
         """Device arrays and arguments for one launch over all of ``quartets``, as the items
-        the executor runs (``Launch.order``). ``whole``: one item per quartet; by default for
-        the store epilogue, whose split quartets would need their items' integrals added up
-        (on the H200 that sum cost more than the split saved on most Tier 1 classes up to
-        total 6, reports/gpu/eri/work_items), while J/K launches and Kernel 2 add items into
-        J and K as they come."""
+        the executor runs (``Launch.order``): quartets of more than ``max_work`` primitive
+        quartets run as several items unless ``whole``. By default a store launch then adds
+        a split quartet's other items into its first one (a small kernel after the class's,
+        part of the launch), so that it has integrals per quartet; with ``whole=False`` it
+        leaves them apart, as J/K launches and Kernel 2 add items into J and K as they come."""
         cp = self.cp
         dev = self.device_basis(basis)
         quartets = np.asarray(quartets, dtype=np.int32).reshape(-1, 4)
         stored = kernel.epilogue is Epilogue.STORE
-        whole = stored if whole is None else whole
         pairs = primitive_pairs(basis, quartets, None if whole else self.max_work)
         n = len(pairs.quartet)
         order = pairs.launch_order() if self.uniform_warps else np.arange(n)
@@ -327,7 +347,21 @@ class GpuExecutor:
             np.int32(dev.nao), dmd, vj, vk,
         )  # fmt: skip
         grid = (n + threads - 1) // threads
-        return Launch(fn, grid, threads, smem, args, out, items)
+        columns = add_items = None
+        if stored and whole is not False:
+            columns, sources, targets = pairs.item_sums(order)
+            if len(sources):
+                add_items = self._item_adder(out, n, sources, targets)
+        return Launch(fn, grid, threads, smem, args, out, items, columns, add_items)
+
+    def _item_adder(self, out, stride: int, sources, targets) -> Callable[[], None]:
+        cp = self.cp
+        fn = _add_items()
+        n_outputs = out.shape[0]
+        source, target = (cp.asarray(x, dtype=np.int64) for x in (sources, targets))
+        args = (np.int32(len(sources)), np.int32(n_outputs), np.int64(stride), source, target, out)
+        grid = (len(sources) * n_outputs + THREADS - 1) // THREADS
+        return lambda: fn((grid,), (THREADS,), args)
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         out = np.empty((len(quartets), kernel.n_outputs))

@@ -41,6 +41,17 @@ class PrimitivePairs:
         rows = self.prim[self.index, 1].astype(np.int64)
         return np.lexsort((rows[:, 1], rows[:, 0], -rows[:, 0] * rows[:, 1])).astype(np.intp)
 
+    def item_sums(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the items launched in ``order``: the launch position of each quartet's first
+        item, which holds the quartet's integrals once the others are added to it, and the
+        positions of those other items (sources) with the first item each adds to."""
+        items = self.quartet[order]
+        _, first = np.unique(items, return_index=True)
+        rest = np.ones(len(items), dtype=bool)
+        rest[first] = False
+        sources = np.flatnonzero(rest)
+        return first.astype(np.intp), sources, first[items[sources]].astype(np.intp)
+
 
 def _chunks(count: np.ndarray, size: np.ndarray) -> np.ndarray:
     return -(-count // size)
