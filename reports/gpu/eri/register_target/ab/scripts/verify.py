@@ -33,10 +33,15 @@ def main() -> None:
             for cls in classes:
                 quartets = sample_quartets(mol, cls, 2, rng)
                 row = verify_class(mol, cls, quartets, "gpu", "full", tol)
-                rec = row.row() | {"basis": "cc-pvqz", "cartesian": cart,
-                                   "tier1_registers": plan_class(cls, "full", not cart).tier1_registers}  # fmt: skip
+                rec = row.row() | {
+                    "basis": "cc-pvqz",
+                    "cartesian": cart,
+                    "tier1_registers": plan_class(cls, "full", not cart).tier1_registers,
+                }
                 if not row.passed:
-                    a = adjudicate(mol, row.worst_quartet, row.worst_element, tol=tol, backend="gpu")
+                    a = adjudicate(
+                        mol, row.worst_quartet, row.worst_element, tol=tol, backend="gpu"
+                    )
                     rec |= {"exact": a.exact, "engine_right": a.engine_right}
                 worst = max(worst, row.max_normalized_error)
                 out.write(json.dumps(rec, default=str) + "\n")
@@ -56,8 +61,13 @@ def main() -> None:
             ref = cpu.jk(cls, full, True, quartets[rows], weight[rows], basis, dm)
             diff = max(float(np.abs(g - r).max()) for g, r in zip(got, ref))
             scale = max(float(np.abs(r).max()) for r in ref)
-            rec = {"kind": "jk_class", "class": str(cls), "quartets": len(rows),
-                   "max_abs_diff": diff, "max_abs": scale}  # fmt: skip
+            rec = {
+                "kind": "jk_class",
+                "class": str(cls),
+                "quartets": len(rows),
+                "max_abs_diff": diff,
+                "max_abs": scale,
+            }
             out.write(json.dumps(rec) + "\n")
             print(rec, flush=True)
         mol = load("water_clusters/002", "cc-pvdz")
@@ -65,8 +75,12 @@ def main() -> None:
         dm = (a + a.T) / mol.nao
         vj, vk = get_jk(mol, dm, backend="gpu")
         rj, rk = scf.hf.get_jk(mol, dm)
-        jk = {"kind": "jk", "basis": "cc-pvdz", "max_abs_dj": float(np.abs(vj - rj).max()),
-              "max_abs_dk": float(np.abs(vk - rk).max())}  # fmt: skip
+        jk = {
+            "kind": "jk",
+            "basis": "cc-pvdz",
+            "max_abs_dj": float(np.abs(vj - rj).max()),
+            "max_abs_dk": float(np.abs(vk - rk).max()),
+        }
         out.write(json.dumps(jk) + "\n")
         print(jk, flush=True)
 
