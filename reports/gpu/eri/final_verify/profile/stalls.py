@@ -1,9 +1,10 @@
 """Per-kernel stall reasons (cycles per issued instruction) from ncu's raw export.
 
-python stalls.py > stalls.md
+python stalls.py [FOLDER] > FOLDER/stalls.md   (FOLDER holds raw.csv; default: this one)
 """
 
 import csv
+import sys
 from pathlib import Path
 
 PREFIX, SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
@@ -16,7 +17,8 @@ SHOWN = {
 
 
 def main() -> None:
-    rows = list(csv.reader((Path(__file__).parent / "raw.csv").open()))
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent
+    rows = list(csv.reader((folder / "raw.csv").open()))
     header, data = rows[0], rows[2:]
     stalls = [i for i, h in enumerate(header) if h.startswith(PREFIX) and h.endswith(SUFFIX)]
     print("| kernel | " + " | ".join(SHOWN.values()) + " | largest stalls (cycles per issue) |")
