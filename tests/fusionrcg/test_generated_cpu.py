@@ -152,6 +152,27 @@ def test_item_sums_add_each_split_quartets_items_into_its_first(get_molecule):
     assert len(sources) == 0 and np.array_equal(np.sort(first), np.arange(len(quartets)))
 
 
+def test_launch_batches_are_sized_by_items(get_molecule):
+    """GPU launches size their buffers by items: ``items_per_quartet`` counts what
+    ``primitive_pairs`` makes, and no batch of several quartets exceeds the budget."""
+    from fusionrcg.runtime.launch import _item_batches
+    from fusionrcg.runtime.pairs import items_per_quartet
+
+    basis = segment_basis(get_molecule("water_clusters/002", "cc-pvdz"))
+    quartets, _ = unique_segment_quartets(basis)
+    for max_work in (None, 5, 64):
+        counts = items_per_quartet(basis, quartets, max_work)
+        made = np.bincount(primitive_pairs(basis, quartets, max_work).quartet)
+        assert np.array_equal(counts, made)
+    counts = items_per_quartet(basis, quartets, 5)
+    budget = 8 * 7 * 40  # 40 items of 7 doubles
+    batches = list(_item_batches(counts, 7, budget))
+    assert batches[0][0] == 0 and batches[-1][1] == len(quartets)
+    assert all(a[1] == b[0] for a, b in zip(batches, batches[1:]))
+    assert all(hi - lo == 1 or counts[lo:hi].sum() * 7 * 8 <= budget for lo, hi in batches)
+    assert list(_item_batches(counts[:0], 7)) == []
+
+
 def test_split_quartets_match_pyscf(get_molecule):
     """Integrals and J/K from split quartets (items summed) agree with PySCF."""
     from fusionrcg.runtime.launch import CpuExecutor

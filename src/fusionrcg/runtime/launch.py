@@ -35,6 +35,25 @@ def _batches(n: int, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
         yield start, min(n, start + size)
 
 
+def _item_batches(items: np.ndarray, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
+    """Consecutive quartet ranges whose items (``items`` per quartet) need at most ``budget``
+    bytes of ``n_slots`` doubles each (a range holds one quartet at least)."""
+    n = len(items)
+    if n == 0:
+        return
+    if n_slots == 0:
+        yield 0, n
+        return
+    per_batch = max(1, budget // (8 * n_slots))
+    ends = np.cumsum(items)
+    start = 0
+    while start < n:
+        before = ends[start - 1] if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, before + per_batch, side="right")))
+        yield start, stop
+        start = stop
+
+
 def _program(kernel: LibraryKernel):
     p = kernel.program
     if p is None:

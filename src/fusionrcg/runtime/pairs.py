@@ -57,6 +57,28 @@ def _chunks(count: np.ndarray, size: np.ndarray) -> np.ndarray:
     return -(-count // size)
 
 
+def _chunk_sizes(n_bra: np.ndarray, n_ket: np.ndarray, max_work: int):
+    """Rows per item on each side: ket rows in as few equal chunks as keep a chunk within
+    max_work, then bra rows likewise."""
+    ket_size = _chunks(n_ket, _chunks(n_ket, max_work))
+    bra_size = np.maximum(1, max_work // ket_size)
+    return _chunks(n_bra, _chunks(n_bra, bra_size)), ket_size
+
+
+def items_per_quartet(
+    basis: SegmentedBasis, quartets: np.ndarray, max_work: int | None
+) -> np.ndarray:
+    """How many items ``primitive_pairs`` makes of each quartet (without building them), so
+    that launches can size their buffers by items."""
+    quartets = np.asarray(quartets, dtype=np.int64).reshape(-1, 4)
+    rows = basis.prim[quartets, 1].astype(np.int64)
+    if max_work is None:
+        return np.ones(len(quartets), dtype=np.int64)
+    n_bra, n_ket = rows[:, 0] * rows[:, 1], rows[:, 2] * rows[:, 3]
+    bra_size, ket_size = _chunk_sizes(n_bra, n_ket, max_work)
+    return _chunks(n_bra, bra_size) * _chunks(n_ket, ket_size)
+
+
 def primitive_pairs(
     basis: SegmentedBasis, quartets: np.ndarray, max_work: int | None = None
 ) -> PrimitivePairs:
@@ -96,11 +118,8 @@ def primitive_pairs(
             data=data,
             quartet=np.arange(n, dtype=np.intp),
         )
-    # ket rows in as few equal chunks as keep a chunk within max_work, then bra rows likewise
     n_bra, n_ket = counts[bra], counts[ket]
-    ket_size = _chunks(n_ket, _chunks(n_ket, max_work))
-    bra_size = np.maximum(1, max_work // ket_size)
-    bra_size = _chunks(n_bra, _chunks(n_bra, bra_size))
+    bra_size, ket_size = _chunk_sizes(n_bra, n_ket, max_work)
     n_bra_chunks, n_ket_chunks = _chunks(n_bra, bra_size), _chunks(n_ket, ket_size)
     per_quartet = n_bra_chunks * n_ket_chunks
     quartet = np.repeat(np.arange(n), per_quartet)
