@@ -206,9 +206,9 @@ def get_kernel(
     kernel = lower(plan, target, epi, segment_size, bank)
     what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
     stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
-    if report is not None and report.spills and plan.tier1_registers is not None:
-        # ptxas cannot hold this kernel to the register target without spilling (the J/K
-        # epilogue needs more registers than the store one): the full budget instead
+    if report is not None and report.spills and kernel.registers is not None:
+        # ptxas cannot hold this kernel to its register target without spilling: the full
+        # budget instead
         kernel = lower(plan, target, epi, segment_size, bank, register_target=False)
         stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
     cuda = target == "cuda"

@@ -95,6 +95,7 @@ class KernelSource:
     layout: Tier2Layout | None
     bank_threads: int = 0  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
+    registers: int | None = None  # Tier 1 on the GPU: registers its launch bounds hold it to
 
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
@@ -497,13 +498,13 @@ def lower(
     layout = None
     bank_threads = 0
     jk_kernel = None
-    bounds = ""
+    held = None
     if tier is Tier.REGISTER:
         placement = plan.tier1_placement
         # the fused J/K epilogue is bound by its atomic updates, not by latency: occupancy
         # bought it nothing (H200: 0.94x-1.07x, median 1.00x, reports/gpu/eri/register_target)
         if plan.tier1_registers is not None and register_target and epi is Epilogue.STORE:
-            bounds = tgt.launch_bounds(plan.tier1_registers)
+            held = plan.tier1_registers
         elif plan.tier1_fallback is not None:
             placement = plan.tier1_fallback
         if epi is Epilogue.JK:
@@ -535,8 +536,19 @@ def lower(
             parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
+    bounds = tgt.launch_bounds(held) if held is not None else ""
     parts.append(f"{tgt.kernel} {bounds}{name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
     source = "\n".join(p for p in parts if p)
     return KernelSource(
-        name, tgt.name, tier, epi, source, n_out, n_slots, layout, bank_threads, jk_kernel
+        name,
+        tgt.name,
+        tier,
+        epi,
+        source,
+        n_out,
+        n_slots,
+        layout,
+        bank_threads,
+        jk_kernel,
+        held if bounds else None,
     )

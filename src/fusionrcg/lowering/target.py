@@ -34,10 +34,10 @@ class Target:
     slot_index: str  # SACC(s): Tier 1 slot s of this thread (see ``placement``)
     rsqrt: str  # RSQRT(x): 1 / sqrt(x)
 
-    def launch_bounds(self, registers: int | None) -> str:
-        """Qualifier holding a Tier 1 kernel to ``registers`` per thread (None: no bound):
-        blocks of ``TIER1_THREADS`` and as many resident blocks per SM as the registers allow."""
-        if registers is None or self.name == "cpp":
+    def launch_bounds(self, registers: int) -> str:
+        """Qualifier holding a Tier 1 kernel to ``registers`` per thread: blocks of
+        ``TIER1_THREADS`` and as many resident blocks per SM as the registers allow."""
+        if self.name == "cpp":
             return ""
         return f"__launch_bounds__({TIER1_THREADS}, {SM_REGISTERS // (TIER1_THREADS * registers)}) "
 

@@ -19,7 +19,7 @@ from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
-from .pairs import primitive_pairs
+from .pairs import items_per_quartet, primitive_pairs
 
 BUFFER_BUDGET_BYTES = 1 << 30
 """Buffer memory (slots, and on the GPU the integrals) per launch; larger batches are split."""
@@ -27,12 +27,6 @@ BUFFER_BUDGET_BYTES = 1 << 30
 
 class DeviceError(RuntimeError):
     """No usable GPU, or not enough of its memory."""
-
-
-def _batches(n: int, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
-    size = n if n_slots == 0 else max(1, min(n, budget // (8 * n_slots)))
-    for start in range(0, n, size):
-        yield start, min(n, start + size)
 
 
 def _item_batches(items: np.ndarray, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
@@ -108,7 +102,8 @@ class CpuExecutor:
         vk = np.zeros((nao, nao)) if jk else None
         dmc = np.ascontiguousarray(dm) if dm is not None else None
         scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
-        for lo, hi in _batches(len(quartets), kernel.n_slots):
+        items = items_per_quartet(basis, quartets, self.max_work)
+        for lo, hi in _item_batches(items, kernel.n_slots):
             pairs = primitive_pairs(basis, quartets[lo:hi], self.max_work)
             n = len(pairs.quartet)
             items = np.ascontiguousarray(quartets[lo:hi][pairs.quartet])

@@ -71,9 +71,9 @@ def items_per_quartet(
     """How many items ``primitive_pairs`` makes of each quartet (without building them), so
     that launches can size their buffers by items."""
     quartets = np.asarray(quartets, dtype=np.int64).reshape(-1, 4)
-    rows = basis.prim[quartets, 1].astype(np.int64)
     if max_work is None:
         return np.ones(len(quartets), dtype=np.int64)
+    rows = basis.prim[quartets, 1].astype(np.int64)
     n_bra, n_ket = rows[:, 0] * rows[:, 1], rows[:, 2] * rows[:, 3]
     bra_size, ket_size = _chunk_sizes(n_bra, n_ket, max_work)
     return _chunks(n_bra, bra_size) * _chunks(n_ket, ket_size)
