@@ -129,24 +129,69 @@ def test_register_target_is_launch_bounds_with_a_full_budget_fallback():
     assert fused.n_slots == plan.tier1_fallback.n_slots
 
 
-def test_library_falls_back_to_the_full_budget_where_ptxas_spills(tmp_path, monkeypatch):
+def test_slot_reads_are_plain_unless_ordered_and_writes_stay_in_place():
+    plan = plan_class(QuartetClass(2, 2, 1, 1))
+    early = lower(plan, "cuda", "store").source
+    assert "const double* const frcg_lane" in early and "volatile double" not in early
+    assert early.count("SET_SACC(") > plan.tier1_placement.n_slots  # every slot write
+    assert 'asm volatile("st.shared.f64' in early
+    ordered = lower(plan, "cuda", "store", ordered_slot_reads=True).source
+    assert "volatile double* const frcg_lane" in ordered and "asm" not in ordered
+    assert lower(plan, "cuda", "store", ordered_slot_reads=True).plain_slot_reads is False
+    assert lower(plan, "cuda", "store").plain_slot_reads is True
+    no_slots = plan_class(QuartetClass(1, 0, 0, 0))
+    assert not lower(no_slots, "cuda", "store").plain_slot_reads
+
+
+def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, monkeypatch):
     from fusionrcg.build import library
     from fusionrcg.build.compiler import PtxasReport
 
-    bounded = []
+    forms = []
 
-    def spilling_when_bounded(source, cubin, arch, what, timeout=None):
-        bounded.append("__launch_bounds__" in source.read_text())
+    def spilling_but_in_the_last_form(source, cubin, arch, what, timeout=None):
+        text = source.read_text()
+        forms.append(("__launch_bounds__" in text, "volatile double" in text))
         cubin.write_bytes(b"cubin")
-        spill = 64 if bounded[-1] else 0
-        return PtxasReport(168 if bounded[-1] else 255, spill, spill, spill, 1, 0.1)
+        spill = 0 if forms[-1] == (False, True) else 64
+        return PtxasReport(255, spill, spill, spill, 1, 0.1)
 
-    monkeypatch.setattr(library, "nvcc_cubin", spilling_when_bounded)
+    monkeypatch.setattr(library, "nvcc_cubin", spilling_but_in_the_last_form)
     cls = QuartetClass(1, 1, 1, 1)
     k = library.get_kernel(cls, "full", directory=tmp_path)
-    assert bounded == [True, False]
-    assert k.report.registers == 255 and not k.report.spills
+    # held early, held in order, full budget early, full budget in order
+    assert forms == [(True, False), (True, True), (False, False), (False, True)]
+    assert not k.report.spills
     assert k.n_slots == plan_class(cls).tier1_fallback.n_slots
+    forms.clear()
+    library.get_kernel(QuartetClass(1, 0, 0, 0), "full", directory=tmp_path)
+    assert forms == [(False, False)]  # no slots, no register target: one form, compiled once
+
+
+def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, monkeypatch):
+    from fusionrcg.build import library
+    from fusionrcg.build.compiler import PtxasReport
+
+    plan = plan_class(QuartetClass(2, 2, 2, 0))
+    slots = [plan.tier1_placement.n_slots] + [p.n_slots for p in plan.tier1_denser]
+    seen = []
+
+    def spilling_densest_early_reads(source, cubin, arch, what, timeout=None):
+        text = source.read_text()
+        n = int(text.split("for (int s = 0; s < ")[1].split(";")[0])  # slots zeroed
+        seen.append((n, "volatile double" in text))
+        cubin.write_bytes(b"cubin")
+        spill = 64 if seen[-1] == (len(plan.tier1_denser[0].accumulator_slot), False) else 0
+        return PtxasReport(254, spill, spill, spill, 1, 0.1)
+
+    monkeypatch.setattr(library, "nvcc_cubin", spilling_densest_early_reads)
+    k = library.get_kernel(plan.cls, "full", directory=tmp_path)
+    # the model's placement, then the densest early (spills), the densest in order (kept)
+    assert [ordered for _, ordered in seen] == [False, False, True]
+    assert k.n_slots == slots[1] and not k.report.spills
+    seen.clear()
+    fused = library.get_kernel(plan.cls, "full", epilogue="jk", directory=tmp_path)
+    assert len(seen) == 1 and fused.n_slots == slots[0]  # J/K: the model's placement only
 
 
 def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):

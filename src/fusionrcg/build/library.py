@@ -24,7 +24,7 @@ from ..angmom import QuartetClass
 from ..lowering.kernel import KernelSource, lower
 from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
-from ..orchestration.plan import Flops, plan_class
+from ..orchestration.plan import ClassPlan, Flops, plan_class
 from ..variants import Tier, Variant, get_variant
 from .compiler import (
     CXX_FLAGS,
@@ -168,6 +168,55 @@ def _compile(
     return stem, report, False
 
 
+# Tier 1 forms in the order tried until ptxas reports no spills: held to the model's register
+# target, then the full budget; slots read early, then in order (early reads cost registers).
+# Forms that do not apply to a kernel give the same source and are not compiled again.
+SPILL_FALLBACKS = tuple(
+    {"register_target": held, "ordered_slot_reads": ordered}
+    for held in (True, False)
+    for ordered in (False, True)
+)
+
+
+def _compile_without_spills(
+    plan: ClassPlan,
+    target: str,
+    epi: Epilogue,
+    segment_size: int,
+    bank: str,
+    root: Path,
+    arch: str,
+    what: str,
+    timeout: float | None,
+) -> tuple[KernelSource, Path, PtxasReport | None, bool]:
+    """The first of ``SPILL_FALLBACKS`` that compiles without spills (the last otherwise);
+    then, for a store kernel that compiled without spills, the first of the plan's denser
+    placements (more warps per SM) that does too, slots read early or else in order."""
+    tried = set()
+
+    def attempt(**form):
+        kernel = lower(plan, target, epi, segment_size, bank, **form)
+        if kernel.source in tried:
+            return None
+        tried.add(kernel.source)
+        stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
+        return kernel, stem, report, cached
+
+    built = attempt(**SPILL_FALLBACKS[0])
+    for form in SPILL_FALLBACKS[1:]:
+        if built[2] is None or not built[2].spills:
+            break
+        built = attempt(**form) or built
+    if built[2] is None or built[2].spills or epi is not Epilogue.STORE:
+        return built
+    for i in range(len(plan.tier1_denser)):
+        for ordered in (False, True):
+            denser = attempt(denser=i, ordered_slot_reads=ordered)
+            if denser is not None and not denser[2].spills:
+                return denser
+    return built
+
+
 def get_kernel(
     cls: QuartetClass,
     variant: str | Variant = "full",
@@ -203,14 +252,10 @@ def get_kernel(
         ) from exc
     if plan.tier is Tier.BUFFERED:
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
-    kernel = lower(plan, target, epi, segment_size, bank)
     what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
-    stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
-    if report is not None and report.spills and kernel.registers is not None:
-        # ptxas cannot hold this kernel to its register target without spilling: the full
-        # budget instead
-        kernel = lower(plan, target, epi, segment_size, bank, register_target=False)
-        stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
+    kernel, stem, report, cached = _compile_without_spills(
+        plan, target, epi, segment_size, bank, root, arch, what, timeout
+    )
     cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")
     program_file = None

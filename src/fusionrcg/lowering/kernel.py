@@ -96,6 +96,7 @@ class KernelSource:
     bank_threads: int = 0  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
     registers: int | None = None  # Tier 1 on the GPU: registers its launch bounds hold it to
+    plain_slot_reads: bool = False  # Tier 1 on the GPU with slots: reads not ordered (volatile)
 
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
@@ -248,14 +249,18 @@ def _tier1_body(
 
     lines = [f"double acc{k} = 0.0;" for k in placement.register_accumulators()]
     if placement.accumulator_slot:
-        lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SACC(s) = 0.0;")
+        lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SET_SACC(s, 0.0);")
     lines += _loops_open(plan, target, record=None)
     vname = lambda v: f"v{v}"  # noqa: E731
     target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
     for v in plan.vrr_order:
         lines.append(_vrr_statement(g.vrr, v, vname, lambda m: f"pref * F[{m}]"))
         if v in target_of:
-            lines.append(f"{name(target_of[v])} += v{v};")
+            k = target_of[v]
+            if k in slot:
+                lines.append(f"SET_SACC({slot[k]}, SACC({slot[k]}) + v{v});")
+            else:
+                lines.append(f"acc{k} += v{v};")
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if epilogue is Epilogue.JK:
         lines += [
@@ -281,7 +286,7 @@ def _tier1_body(
         lines.append(f"const double h{v} = {_expr(g.hrr.nodes[v].terms, name)};")
         lines += leave(v)
         for x, s in step.to_slot:
-            lines.append(f"SACC({s}) = {name(x)};")
+            lines.append(f"SET_SACC({s}, {name(x)});")
             slot[x] = s
     return lines
 
@@ -475,12 +480,16 @@ def lower(
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     bank: str = "auto",
     register_target: bool = True,
+    ordered_slot_reads: bool = False,
+    denser: int | None = None,
 ) -> KernelSource:
     """Source of the kernel for ``plan`` in its tier (forced or chosen by the model); ``bank``
     places Tier 2's slot bank (see ``shared_bank``). A Tier 1 kernel the model holds to fewer
     registers (``ClassPlan.tier1_registers``) is so with the store epilogue, which also feeds
     Kernel 2, and unless ``register_target`` is false; otherwise it uses the full-budget
-    placement."""
+    placement; ``denser`` picks a store kernel's placement from ``ClassPlan.tier1_denser``
+    instead. Tier 1 reads its shared-memory slots in order with ``ordered_slot_reads``, as
+    early as ptxas likes otherwise (``Target.tier1_slots``)."""
     tgt = TARGETS[target] if isinstance(target, str) else target
     epi = Epilogue(epilogue)
     tier = plan.tier
@@ -499,17 +508,24 @@ def lower(
     bank_threads = 0
     jk_kernel = None
     held = None
+    plain_slot_reads = False
     if tier is Tier.REGISTER:
         placement = plan.tier1_placement
         # the fused J/K epilogue is bound by its atomic updates, not by latency: occupancy
         # bought it nothing (H200: 0.94x-1.07x, median 1.00x, reports/gpu/eri/register_target)
-        if plan.tier1_registers is not None and register_target and epi is Epilogue.STORE:
+        if denser is not None:
+            if epi is not Epilogue.STORE:
+                raise ValueError("the denser Tier 1 placements are the store kernel's")
+            placement = plan.tier1_denser[denser]
+        elif plan.tier1_registers is not None and register_target and epi is Epilogue.STORE:
             held = plan.tier1_registers
         elif plan.tier1_fallback is not None:
             placement = plan.tier1_fallback
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
-        body = tgt.tier1_slots(placement.n_slots) if placement.n_slots else []
+        plain_slot_reads = bool(placement.n_slots) and not ordered_slot_reads
+        plain_slot_reads &= tgt.name == "cuda"
+        body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
         body += _tier1_body(plan, tgt, epi, placement)
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
@@ -551,4 +567,5 @@ def lower(
         bank_threads,
         jk_kernel,
         held if bounds else None,
+        plain_slot_reads,
     )

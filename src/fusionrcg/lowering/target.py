@@ -41,15 +41,32 @@ class Target:
             return ""
         return f"__launch_bounds__({TIER1_THREADS}, {SM_REGISTERS // (TIER1_THREADS * registers)}) "
 
-    def tier1_slots(self, n_slots: int) -> list[str]:
-        """Declarations of this thread's ``n_slots`` Tier 1 slots (``frcg_lane``)."""
+    def tier1_slots(self, n_slots: int, ordered_reads: bool) -> list[str]:
+        """Declarations of this thread's ``n_slots`` Tier 1 slots: ``SACC(s)`` reads slot s,
+        ``SET_SACC(s, v)`` writes it. Every write stays where the generator put it; otherwise
+        the compiler promotes the slots back to registers across the loops and spills them.
+        Reads are ``ordered_reads`` too (volatile) or plain: ptxas may then issue a read as
+        early as its slot's last write allows, overlapping its latency with other work, at the
+        price of the registers that hold what it read early."""
         if self.name == "cpp":
-            return [f"double frcg_lane[{n_slots}];"]
-        # volatile: every slot access stays where the generator put it; otherwise the
-        # compiler promotes the slots back to registers across the loops and spills them
+            return [f"double frcg_lane[{n_slots}];", "#define SET_SACC(s, v) (SACC(s) = (v))"]
+        if ordered_reads:
+            return [
+                "extern __shared__ double frcg_slots[];",
+                "volatile double* const frcg_lane = frcg_slots + threadIdx.x;",
+                "#define SET_SACC(s, v) (SACC(s) = (v))",
+            ]
+        # the write is an opaque shared-memory store: the compiler front end can neither drop
+        # nor forward it (which would keep its value in a register until a later read) and
+        # ptxas, seeing plain loads and stores off one base register, still orders each read
+        # after its own slot's write only
+        offset = 8 * TIER1_THREADS
         return [
             "extern __shared__ double frcg_slots[];",
-            "volatile double* const frcg_lane = frcg_slots + threadIdx.x;",
+            "const double* const frcg_lane = frcg_slots + threadIdx.x;",
+            "const unsigned frcg_lane_addr = (unsigned)__cvta_generic_to_shared(frcg_lane);",
+            '#define SET_SACC(s, v) asm volatile("st.shared.f64 [%0], %1;" :: '
+            f'"r"(frcg_lane_addr + (s) * {offset}), "d"(v) : "memory")',
         ]
 
     def load_row(self, pointer: str, names: tuple[str, ...]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -56,6 +57,10 @@ class ClassPlan:
     tier1_fallback: Tier1Placement | None
     """With ``tier1_registers``: the placement at the full budget, which the build falls back
     to where ptxas cannot hold the target without spills (``build.library``)."""
+    tier1_denser: tuple[Tier1Placement, ...]
+    """Full-budget placements of the store kernel with more warps per SM than
+    ``tier1_placement`` (fewer slots, less room for ptxas), most warps first: the build takes
+    the first that compiles without spills (``build.library``)."""
     model_tier: Tier
     slots: SlotPlan
     flops: Flops
@@ -96,6 +101,28 @@ def _phase_flops(dag: Dag) -> int:
     return sum(node_flops(n) for n in dag.nodes)
 
 
+def _denser_placements(
+    model: RegisterModel,
+    placement: Tier1Placement,
+    registers: int | None,
+    placement_for: Callable[..., Tier1Placement],
+) -> tuple[Tier1Placement, ...]:
+    """The model's denser full-budget placements with more warps per SM than ``placement``
+    (held to ``registers``), most warps first, then the larger fixed reserve (less spill
+    risk), then the smaller Phase 2 register set."""
+    if not placement.n_slots:
+        return ()
+    warps = model.warps_per_sm(registers, placement.n_slots)
+    found = {}
+    for fixed in sorted(model.tier1_denser_fixed, reverse=True):
+        for phase2 in sorted(model.tier1_denser_phase2):
+            p = placement_for(None, fixed, phase2)
+            w = model.warps_per_sm(None, p.n_slots)
+            if w > warps and p not in found.values():
+                found[(-w, -fixed, phase2)] = p
+    return tuple(found[k] for k in sorted(found))
+
+
 @lru_cache(maxsize=8)
 def plan_class(
     cls: QuartetClass,
@@ -118,8 +145,8 @@ def plan_class(
     n_acc = graph.n_accumulators
     outputs = graph.hrr.output_set
 
-    def placement_for(registers: int | None) -> Tier1Placement:
-        budgets = model.tier1_budgets(cls.total, peak_vrr, n_acc, registers)
+    def placement_for(registers: int | None, fixed=None, phase2=None) -> Tier1Placement:
+        budgets = model.tier1_budgets(cls.total, peak_vrr, n_acc, registers, fixed, phase2)
         return place_tier1(graph.hrr, tuple(hrr_order), n_acc, *budgets)
 
     placement = placement_for(None)
@@ -129,6 +156,7 @@ def plan_class(
         tier1_registers = model.tier1_register_target(placement.n_slots, reduced.n_slots)
         if tier1_registers is not None:
             placement, fallback = reduced, placement
+    denser = _denser_placements(model, placement, tier1_registers, placement_for)
     buffered = [u for u in range(len(graph.hrr)) if u not in outputs]
     return ClassPlan(
         graph=graph,
@@ -146,6 +174,7 @@ def plan_class(
         tier1_placement=placement,
         tier1_registers=tier1_registers,
         tier1_fallback=fallback,
+        tier1_denser=denser,
         model_tier=model.choose_tier(cls.total, placement.n_slots),
         slots=pack_slots(hrr_ranges, buffered),
         flops=Flops(_phase_flops(graph.vrr), n_acc, _phase_flops(graph.hrr)),

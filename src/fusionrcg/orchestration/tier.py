@@ -72,16 +72,32 @@ class RegisterModel:
     tier1_occupancy_min_warps: int = 10
     """Warps per SM the shared-memory slots of the reduced placement must leave room for: below
     it the classes lost (0.78x-0.94x at 5-9 warps)."""
+    tier1_denser_fixed: tuple[int, ...] = (110, 96, 84)
+    """``tier1_phase1_fixed`` values of the denser full-budget placements the library tries
+    (``ClassPlan.tier1_denser``): more accumulators in registers, fewer slots, more warps per
+    SM, and less room for ptxas, which may then spill (the library keeps what does not)."""
+    tier1_denser_phase2: tuple[int, ...] = (64, 96)
+    """``tier1_phase2_values`` of those placements: a larger Phase 2 register set that does not
+    grow the slots past the accumulators'. On the H200 the densest placement that compiled
+    without spills ran up to 1.26x the model's (reports/gpu/eri/slot_reads)."""
     tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
 
     def tier1_budgets(
-        self, total: int, peak_live_vrr: int, n_accumulators: int, registers: int | None = None
+        self,
+        total: int,
+        peak_live_vrr: int,
+        n_accumulators: int,
+        registers: int | None = None,
+        fixed: int | None = None,
+        phase2_values: int | None = None,
     ) -> tuple[int, int]:
         """Accumulators Tier 1 keeps in registers through the loops, and values its Phase 2
         keeps in registers, for a kernel of ``registers`` per thread (default: the full
-        budget; ``tier1_occupancy_registers`` otherwise). Up to ``spill_free_max_total`` they
+        budget; ``tier1_occupancy_registers`` otherwise) that leaves ``fixed`` registers to
+        ptxas (default: the model's for that budget) and keeps ``phase2_values`` in registers
+        in Phase 2 (default: ``tier1_phase2_values``). Up to ``spill_free_max_total`` they
         are what fits, the rest goes to shared-memory slots; above it everything stays in
         registers and ptxas spills (on the H200 the large slot banks there cost more occupancy
         than the spills: slots ran at 0.45x-1.18x, median 0.73x, over 29 classes of total 7-9,
@@ -89,16 +105,23 @@ class RegisterModel:
         if total > self.spill_free_max_total:
             return n_accumulators, UNLIMITED
         full = registers is None or registers >= self.register_budget
-        fixed = self.tier1_phase1_fixed if full else self.tier1_occupancy_fixed
+        if fixed is None:
+            fixed = self.tier1_phase1_fixed if full else self.tier1_occupancy_fixed
         room = ((self.register_budget if full else registers) - fixed) // DOUBLE_REGISTERS
         in_registers = max(0, min(n_accumulators, room - peak_live_vrr))
         # Phase 2 starts from the accumulators the loops kept: it may keep as many
-        return in_registers, max(self.tier1_phase2_values, in_registers)
+        return in_registers, max(phase2_values or self.tier1_phase2_values, in_registers)
 
     def warps_by_shared_memory(self, n_slots: int) -> int:
         """Tier 1 warps (blocks of one warp) one SM holds with ``n_slots`` slots per thread."""
         per_block = 8 * n_slots * WARP + BLOCK_RESERVED_SHARED_BYTES
         return SM_SHARED_BYTES // per_block
+
+    def warps_per_sm(self, registers: int | None, n_slots: int) -> int:
+        """Tier 1 warps one SM holds with ``registers`` per thread (None: the full budget)
+        and ``n_slots`` slots per thread."""
+        by_registers = SM_REGISTERS // (WARP * (registers or self.register_budget))
+        return min(by_registers, self.warps_by_shared_memory(n_slots))
 
     def tier1_register_target(self, slots_full: int, slots_reduced: int) -> int | None:
         """Registers per thread Tier 1 is held to, None for the full budget: the occupancy
