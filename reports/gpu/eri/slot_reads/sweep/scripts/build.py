@@ -39,8 +39,8 @@ def main(root):
             c = QuartetClass(*map(int, tag))
             k = get_kernel(c, "tier1-only", True, "store", "cuda", "sm_90", f"{root}/k_{F}_{P2}")
             r = k.report
-            out.append(dict(cls=tag, F=F, P2=P2, regs=r.registers,
-                            spill=r.spill_store_bytes + r.spill_load_bytes, slots=k.n_slots))  # fmt: skip
+            spill = r.spill_store_bytes + r.spill_load_bytes
+            out.append(dict(cls=tag, F=F, P2=P2, regs=r.registers, spill=spill, slots=k.n_slots))
             print(out[-1], flush=True)
     Path(f"{root}/configs.json").write_text(json.dumps(out))
 
