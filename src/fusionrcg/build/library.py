@@ -191,7 +191,8 @@ def _compile_without_spills(
 ) -> tuple[KernelSource, Path, PtxasReport | None, bool]:
     """The first of ``SPILL_FALLBACKS`` that compiles without spills (the last otherwise);
     then, for a store kernel that compiled without spills, the first of the plan's denser
-    placements (more warps per SM) that does too, slots read early or else in order."""
+    placements that does too with its slots read early, or else read in order (the measured
+    order: early reads gained more than one more warp per SM did, reports/gpu/eri/slot_reads)."""
     tried = set()
 
     def attempt(**form):
@@ -209,8 +210,8 @@ def _compile_without_spills(
         built = attempt(**form) or built
     if built[2] is None or built[2].spills or epi is not Epilogue.STORE:
         return built
-    for i in range(len(plan.tier1_denser)):
-        for ordered in (False, True):
+    for ordered in (False, True):
+        for i in range(len(plan.tier1_denser)):
             denser = attempt(denser=i, ordered_slot_reads=ordered)
             if denser is not None and not denser[2].spills:
                 return denser

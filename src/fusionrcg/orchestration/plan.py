@@ -58,9 +58,9 @@ class ClassPlan:
     """With ``tier1_registers``: the placement at the full budget, which the build falls back
     to where ptxas cannot hold the target without spills (``build.library``)."""
     tier1_denser: tuple[Tier1Placement, ...]
-    """Full-budget placements of the store kernel with more warps per SM than
-    ``tier1_placement`` (fewer slots, less room for ptxas), most warps first: the build takes
-    the first that compiles without spills (``build.library``)."""
+    """Full-budget placements of the store kernel with at least the warps per SM of
+    ``tier1_placement`` (fewer slots or Phase 2 moves, less room for ptxas), most warps first:
+    the build takes the first that compiles without spills (``build.library``)."""
     model_tier: Tier
     slots: SlotPlan
     flops: Flops
@@ -105,22 +105,33 @@ def _denser_placements(
     model: RegisterModel,
     placement: Tier1Placement,
     registers: int | None,
-    placement_for: Callable[..., Tier1Placement],
+    place: Callable[[tuple[int, int]], Tier1Placement],
+    budgets: Callable[[int, int], tuple[int, int]],
 ) -> tuple[Tier1Placement, ...]:
-    """The model's denser full-budget placements with more warps per SM than ``placement``
-    (held to ``registers``), most warps first, then the larger fixed reserve (less spill
-    risk), then the smaller Phase 2 register set."""
+    """Full-budget placements that hold at least the warps per SM of ``placement`` (held to
+    ``registers``): for each Phase 2 register set of the model and each number of warps, the
+    one that leaves ptxas the most registers (the largest fixed reserve, at most the model's).
+    Most warps first, then the smaller Phase 2 set."""
     if not placement.n_slots:
         return ()
-    warps = model.warps_per_sm(registers, placement.n_slots)
-    found = {}
-    for fixed in sorted(model.tier1_denser_fixed, reverse=True):
-        for phase2 in sorted(model.tier1_denser_phase2):
-            p = placement_for(None, fixed, phase2)
-            w = model.warps_per_sm(None, p.n_slots)
-            if w > warps and p not in found.values():
-                found[(-w, -fixed, phase2)] = p
-    return tuple(found[k] for k in sorted(found))
+    least = model.warps_per_sm(registers, placement.n_slots)
+    found: dict[tuple[int, int], Tier1Placement] = {}
+    for phase2 in model.tier1_denser_phase2:
+        seen = set()
+        for fixed in range(model.tier1_phase1_fixed, model.tier1_denser_min_fixed - 1, -2):
+            split = budgets(fixed, phase2)
+            if split in seen:
+                continue
+            seen.add(split)
+            candidate = place(split)
+            warps = model.warps_per_sm(None, candidate.n_slots)
+            if warps >= least and (-warps, phase2) not in found and candidate != placement:
+                found[(-warps, phase2)] = candidate
+    unique: list[Tier1Placement] = []
+    for key in sorted(found):
+        if found[key] not in unique:
+            unique.append(found[key])
+    return tuple(unique)
 
 
 @lru_cache(maxsize=8)
@@ -145,9 +156,14 @@ def plan_class(
     n_acc = graph.n_accumulators
     outputs = graph.hrr.output_set
 
-    def placement_for(registers: int | None, fixed=None, phase2=None) -> Tier1Placement:
-        budgets = model.tier1_budgets(cls.total, peak_vrr, n_acc, registers, fixed, phase2)
-        return place_tier1(graph.hrr, tuple(hrr_order), n_acc, *budgets)
+    def budgets(registers: int | None, fixed=None, phase2=None) -> tuple[int, int]:
+        return model.tier1_budgets(cls.total, peak_vrr, n_acc, registers, fixed, phase2)
+
+    def place(split: tuple[int, int]) -> Tier1Placement:
+        return place_tier1(graph.hrr, tuple(hrr_order), n_acc, *split)
+
+    def placement_for(registers: int | None) -> Tier1Placement:
+        return place(budgets(registers))
 
     placement = placement_for(None)
     tier1_registers = fallback = None
@@ -156,7 +172,9 @@ def plan_class(
         tier1_registers = model.tier1_register_target(placement.n_slots, reduced.n_slots)
         if tier1_registers is not None:
             placement, fallback = reduced, placement
-    denser = _denser_placements(model, placement, tier1_registers, placement_for)
+    denser = _denser_placements(
+        model, placement, tier1_registers, place, lambda f, p: budgets(None, f, p)
+    )
     buffered = [u for u in range(len(graph.hrr)) if u not in outputs]
     return ClassPlan(
         graph=graph,

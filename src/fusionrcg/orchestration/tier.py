@@ -72,14 +72,15 @@ class RegisterModel:
     tier1_occupancy_min_warps: int = 10
     """Warps per SM the shared-memory slots of the reduced placement must leave room for: below
     it the classes lost (0.78x-0.94x at 5-9 warps)."""
-    tier1_denser_fixed: tuple[int, ...] = (110, 96, 84)
-    """``tier1_phase1_fixed`` values of the denser full-budget placements the library tries
+    tier1_denser_min_fixed: int = 64
+    """Smallest ``tier1_phase1_fixed`` of the denser full-budget placements the library tries
     (``ClassPlan.tier1_denser``): more accumulators in registers, fewer slots, more warps per
     SM, and less room for ptxas, which may then spill (the library keeps what does not)."""
     tier1_denser_phase2: tuple[int, ...] = (64, 96)
-    """``tier1_phase2_values`` of those placements: a larger Phase 2 register set that does not
-    grow the slots past the accumulators'. On the H200 the densest placement that compiled
-    without spills ran up to 1.26x the model's (reports/gpu/eri/slot_reads)."""
+    """``tier1_phase2_values`` of those placements: a larger Phase 2 register set, fewer moves
+    to slots and no slots beyond the accumulators'. On the H200 the densest of a sweep of such
+    placements that compiled without spills ran up to 1.37x the model's placement
+    (reports/gpu/eri/slot_reads)."""
     tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
