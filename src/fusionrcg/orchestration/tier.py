@@ -78,9 +78,9 @@ class RegisterModel:
     SM, and less room for ptxas, which may then spill (the library keeps what does not)."""
     tier1_denser_phase2: tuple[int, ...] = (64, 96)
     """``tier1_phase2_values`` of those placements: a larger Phase 2 register set, fewer moves
-    to slots and no slots beyond the accumulators'. On the H200 the densest of a sweep of such
-    placements that compiled without spills ran up to 1.37x the model's placement
-    (reports/gpu/eri/slot_reads)."""
+    to slots and no slots beyond the accumulators'. On the H200, with early slot reads, Tier 1
+    store ran 0.99x-1.38x (median 1.01x) against ordered reads at the model's placement, up to
+    total 6 (reports/gpu/eri/slot_reads)."""
     tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
