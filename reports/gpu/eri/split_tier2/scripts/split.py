@@ -1,6 +1,7 @@
 """Tier 2 store launches with every quartet of more than 3 primitive quartets split into items
-(items added on the GPU) against PySCF, water dimer in the basis named by the second argument: (3,3|2,2) (total 10, the model's
-Tier 2) and, as controls, (2,2|1,1) and (3,1|1,1) forced to Tier 2.
+(items added on the GPU) against PySCF, water dimer in the basis named by the second argument:
+(3,3|2,2) (total 10, the model's Tier 2) and, as controls, (2,2|1,1) and (3,1|1,1) forced to
+Tier 2.
 
     FUSIONRCG_KERNEL_DIR=KERNELS python split.py OUT.jsonl BASIS
 """
