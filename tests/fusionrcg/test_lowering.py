@@ -137,10 +137,8 @@ def test_slot_reads_are_plain_unless_ordered_and_writes_stay_in_place():
     assert 'asm volatile("st.shared.f64' in early
     ordered = lower(plan, "cuda", "store", ordered_slot_reads=True).source
     assert "volatile double* const frcg_lane" in ordered and "asm" not in ordered
-    assert lower(plan, "cuda", "store", ordered_slot_reads=True).plain_slot_reads is False
-    assert lower(plan, "cuda", "store").plain_slot_reads is True
-    no_slots = plan_class(QuartetClass(1, 0, 0, 0))
-    assert not lower(no_slots, "cuda", "store").plain_slot_reads
+    no_slots = lower(plan_class(QuartetClass(1, 0, 0, 0)), "cuda", "store").source
+    assert "frcg_slots" not in no_slots and "SET_SACC(" not in no_slots
 
 
 def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, monkeypatch):

@@ -96,7 +96,6 @@ class KernelSource:
     bank_threads: int = 0  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
     registers: int | None = None  # Tier 1 on the GPU: registers its launch bounds hold it to
-    plain_slot_reads: bool = False  # Tier 1 on the GPU with slots: reads not ordered (volatile)
 
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
@@ -508,7 +507,6 @@ def lower(
     bank_threads = 0
     jk_kernel = None
     held = None
-    plain_slot_reads = False
     if tier is Tier.REGISTER:
         placement = plan.tier1_placement
         # the fused J/K epilogue is bound by its atomic updates, not by latency: occupancy
@@ -523,8 +521,6 @@ def lower(
             placement = plan.tier1_fallback
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
-        plain_slot_reads = bool(placement.n_slots) and not ordered_slot_reads
-        plain_slot_reads &= tgt.name == "cuda"
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
         body += _tier1_body(plan, tgt, epi, placement)
         n_slots = placement.n_slots
@@ -567,5 +563,4 @@ def lower(
         bank_threads,
         jk_kernel,
         held if bounds else None,
-        plain_slot_reads,
     )
