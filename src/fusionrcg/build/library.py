@@ -17,6 +17,7 @@ import os
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -178,6 +179,17 @@ SPILL_FALLBACKS = tuple(
 )
 
 
+class _Built(NamedTuple):
+    kernel: KernelSource
+    stem: Path
+    report: PtxasReport | None  # None: a host build, which has no spills to report
+    cached: bool
+
+    @property
+    def spills(self) -> bool:
+        return self.report is not None and bool(self.report.spills)
+
+
 def _compile_without_spills(
     plan: ClassPlan,
     target: str,
@@ -188,32 +200,32 @@ def _compile_without_spills(
     arch: str,
     what: str,
     timeout: float | None,
-) -> tuple[KernelSource, Path, PtxasReport | None, bool]:
+) -> _Built:
     """The first of ``SPILL_FALLBACKS`` that compiles without spills (the last otherwise);
     then, for a store kernel that compiled without spills, the first of the plan's denser
-    placements that does too with its slots read early, or else read in order (the measured
-    order: early reads gained more than one more warp per SM did, reports/gpu/eri/slot_reads)."""
+    placements that does too with its slots read early, or else read in order (early reads
+    first: in the sweep (3,1|1,1) ran faster with them at four warps per SM than with ordered
+    reads at five, reports/gpu/eri/slot_reads)."""
     tried = set()
 
-    def attempt(**form):
+    def attempt(**form) -> _Built | None:
         kernel = lower(plan, target, epi, segment_size, bank, **form)
         if kernel.source in tried:
             return None
         tried.add(kernel.source)
-        stem, report, cached = _compile(kernel, root, target, arch, what, timeout)
-        return kernel, stem, report, cached
+        return _Built(kernel, *_compile(kernel, root, target, arch, what, timeout))
 
     built = attempt(**SPILL_FALLBACKS[0])
     for form in SPILL_FALLBACKS[1:]:
-        if built[2] is None or not built[2].spills:
+        if not built.spills:
             break
         built = attempt(**form) or built
-    if built[2] is None or built[2].spills or epi is not Epilogue.STORE:
+    if built.spills or epi is not Epilogue.STORE:
         return built
     for ordered in (False, True):
         for i in range(len(plan.tier1_denser)):
             denser = attempt(denser=i, ordered_slot_reads=ordered)
-            if denser is not None and not denser[2].spills:
+            if denser is not None and not denser.spills:
                 return denser
     return built
 

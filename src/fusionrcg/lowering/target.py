@@ -48,13 +48,14 @@ class Target:
         Reads are ``ordered_reads`` too (volatile) or plain: ptxas may then issue a read as
         early as its slot's last write allows, overlapping its latency with other work, at the
         price of the registers that hold what it read early."""
+        assign = "#define SET_SACC(s, v) (SACC(s) = (v))"
         if self.name == "cpp":
-            return [f"double frcg_lane[{n_slots}];", "#define SET_SACC(s, v) (SACC(s) = (v))"]
+            return [f"double frcg_lane[{n_slots}];", assign]
         if ordered_reads:
             return [
                 "extern __shared__ double frcg_slots[];",
                 "volatile double* const frcg_lane = frcg_slots + threadIdx.x;",
-                "#define SET_SACC(s, v) (SACC(s) = (v))",
+                assign,
             ]
         # the write is an opaque shared-memory store: the compiler front end can neither drop
         # nor forward it (which would keep its value in a register until a later read) and

@@ -111,7 +111,9 @@ class RegisterModel:
         room = ((self.register_budget if full else registers) - fixed) // DOUBLE_REGISTERS
         in_registers = max(0, min(n_accumulators, room - peak_live_vrr))
         # Phase 2 starts from the accumulators the loops kept: it may keep as many
-        return in_registers, max(phase2_values or self.tier1_phase2_values, in_registers)
+        if phase2_values is None:
+            phase2_values = self.tier1_phase2_values
+        return in_registers, max(phase2_values, in_registers)
 
     def warps_by_shared_memory(self, n_slots: int) -> int:
         """Tier 1 warps (blocks of one warp) one SM holds with ``n_slots`` slots per thread."""

@@ -24,8 +24,8 @@ from ..lowering.kernel import GENERATED_KERNEL2_MAX_OUTPUTS
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
-from .launch import DeviceError, _item_batches, _program
-from .pairs import items_per_quartet, primitive_pairs
+from .launch import DeviceError, _program, _quartet_batches
+from .pairs import primitive_pairs
 
 THREADS = 128
 JK_THREADS = 64
@@ -367,8 +367,8 @@ class GpuExecutor:
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         out = np.empty((len(quartets), kernel.n_outputs))
-        items = items_per_quartet(basis, quartets, self.max_work)
-        for lo, hi in _item_batches(items, kernel.global_slots + kernel.n_outputs):
+        n_slots = kernel.global_slots + kernel.n_outputs
+        for lo, hi in _quartet_batches(basis, quartets, self.max_work, n_slots):
             launch = self.prepare(kernel, quartets[lo:hi], basis)
             launch()
             out[lo:hi] = launch.integrals()
@@ -412,10 +412,9 @@ class GpuExecutor:
         if kernel.tier is Tier.REGISTER:
             kernel = self.kernel(cls, variant, spherical, Epilogue.STORE, bank)
 
-        items = items_per_quartet(basis, quartets, self.max_work)
-
         def batches() -> Iterator[Callable[[], None]]:
-            for lo, hi in _item_batches(items, kernel.global_slots + kernel.n_outputs):
+            n_slots = kernel.global_slots + kernel.n_outputs
+            for lo, hi in _quartet_batches(basis, quartets, self.max_work, n_slots):
                 launch = self.prepare(kernel, quartets[lo:hi], basis, scales[lo:hi], whole=False)
                 contract = self.contraction(kernel, launch, dm, vj, vk, form)
 

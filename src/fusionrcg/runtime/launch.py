@@ -48,6 +48,11 @@ def _item_batches(items: np.ndarray, n_slots: int, budget: int = BUFFER_BUDGET_B
         start = stop
 
 
+def _quartet_batches(basis: SegmentedBasis, quartets, max_work: int | None, n_slots: int):
+    """``_item_batches`` of ``quartets`` as ``primitive_pairs`` will split them."""
+    return _item_batches(items_per_quartet(basis, quartets, max_work), n_slots)
+
+
 def _program(kernel: LibraryKernel):
     p = kernel.program
     if p is None:
@@ -102,8 +107,7 @@ class CpuExecutor:
         vk = np.zeros((nao, nao)) if jk else None
         dmc = np.ascontiguousarray(dm) if dm is not None else None
         scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
-        items = items_per_quartet(basis, quartets, self.max_work)
-        for lo, hi in _item_batches(items, kernel.n_slots):
+        for lo, hi in _quartet_batches(basis, quartets, self.max_work, kernel.n_slots):
             pairs = primitive_pairs(basis, quartets[lo:hi], self.max_work)
             n = len(pairs.quartet)
             items = np.ascontiguousarray(quartets[lo:hi][pairs.quartet])
