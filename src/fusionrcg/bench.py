@@ -55,6 +55,7 @@ class Measurement:
     spill_store_bytes: int
     spill_load_bytes: int
     stack_bytes: int
+    ptxas_level: int  # ptxas optimization level of the kernel (3 unless a compile fallback)
     slots_per_quartet: int
     bank: str  # where a Tier 2 slot bank is: "shared", "global" ("" for Tier 1)
     kernel2: str  # J/K epilogue: "fused" (Tier 1) or the Kernel 2 form; store epilogue: ""
@@ -154,7 +155,7 @@ def measure(
         flop_rate=flops / seconds, fraction_of_peak=flops / seconds / peak,
         mean_primitive_quartets=mean_prims, registers=r.registers,
         spill_store_bytes=r.spill_store_bytes, spill_load_bytes=r.spill_load_bytes,
-        stack_bytes=r.stack_bytes, slots_per_quartet=kernel.n_slots,
+        stack_bytes=r.stack_bytes, ptxas_level=r.ptxas_level, slots_per_quartet=kernel.n_slots,
         bank=kernel.slot_bank or "",
         kernel2=form, quartet_order="primitive" if executor.uniform_warps else "given",
         max_work=executor.max_work or 0,

@@ -185,7 +185,9 @@ def _kernel_jobs(plan: list[dict], verify: bool) -> list[tuple[str, str, bool, s
     return sorted(jobs, key=lambda j: (sum(map(int, j[0])), j))
 
 
-def _build_one(job: tuple[str, str, bool, str, str], kernel_dir: str, timeout: float) -> dict:
+def _build_one(
+    job: tuple[str, str, bool, str, str], kernel_dir: str, timeout: float, fallback: int | None
+) -> dict:
     from .build.compiler import CompileError
     from .build.library import get_kernel
 
@@ -195,7 +197,7 @@ def _build_one(job: tuple[str, str, bool, str, str], kernel_dir: str, timeout: f
               "bank": bank}  # fmt: skip
     try:
         k = get_kernel(cls, variant, spherical, epilogue, "cuda", "sm_90", kernel_dir,
-                       timeout=timeout, bank=bank)  # fmt: skip
+                       timeout=timeout, bank=bank, fallback_ptxas_level=fallback)  # fmt: skip
     except CompileError as exc:
         return record | {"error": str(exc)[:300]}
     return record | {"kernel": k.binary.name, "tier": int(k.tier)} | k.report.as_dict()
@@ -210,7 +212,10 @@ def kernels(args) -> int:
     jobs = _kernel_jobs(plan, verify=not args.bench_only)
     out = Path(args.out)
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(_build_one, j, args.kernel_dir, args.timeout) for j in jobs]
+        futures = [
+            pool.submit(_build_one, j, args.kernel_dir, args.timeout, args.fallback_ptxas_level)
+            for j in jobs
+        ]
         for fut in futures:
             rec = fut.result()
             _jsonl(out, rec)
@@ -247,6 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--kernel-dir", required=True)
     k.add_argument("--out", required=True, help="JSON-lines build log")
     k.add_argument("--timeout", type=float, default=300.0, help="seconds per kernel")
+    k.add_argument(
+        "--fallback-ptxas-level",
+        type=int,
+        choices=(0, 1, 2),
+        default=None,
+        help="build a kernel whose ptxas -O3 runs past the timeout once more at this level",
+    )
     k.add_argument("--jobs", type=int, default=2)
     k.add_argument("--bench-only", action="store_true", help="not the verification's kernels")
     k.set_defaults(run=kernels)

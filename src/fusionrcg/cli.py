@@ -52,6 +52,7 @@ def _build(args: argparse.Namespace) -> int:
         "spill_store_bytes": report.spill_store_bytes,
         "spill_load_bytes": report.spill_load_bytes,
         "stack_bytes": report.stack_bytes,
+        "ptxas_level": report.ptxas_level,  # below 3 where the library's build fell back
         "slots_per_quartet": built.n_slots,
         # Tier 2: where its slot bank lives, and its generated Kernel 2
         "slot_bank": built.slot_bank,

@@ -48,3 +48,4 @@ def test_build_json(capsys, tmp_path):
     assert main(["build", "--quartet", "2,0,2,0", "--json", "--kernel-dir", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tier"] == 1 and out["spill_store_bytes"] == 0 and out["slot_bank"] is None
+    assert out["ptxas_level"] == 3

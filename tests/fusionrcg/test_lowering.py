@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fusionrcg import QuartetClass, Tier, plan_class
-from fusionrcg.build.compiler import CompileError, nvcc_cubin, parse_ptxas
+from fusionrcg.build.compiler import CompileError, CompileTimeout, nvcc_cubin, parse_ptxas
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, TABLE_STRIDE, boys_table
 from fusionrcg.lowering.kernel import PREFETCH_MAX_ACCUMULATORS, SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
@@ -147,7 +147,7 @@ def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, 
 
     forms = []
 
-    def spilling_but_in_the_last_form(source, cubin, arch, what, timeout=None):
+    def spilling_but_in_the_last_form(source, cubin, arch, what, timeout=None, ptxas_level=3):
         text = source.read_text()
         forms.append(("__launch_bounds__" in text, "volatile double" in text))
         cubin.write_bytes(b"cubin")
@@ -174,7 +174,7 @@ def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, 
     slots = [plan.tier1_placement.n_slots] + [p.n_slots for p in plan.tier1_denser]
     seen = []
 
-    def spilling_densest_early_reads(source, cubin, arch, what, timeout=None):
+    def spilling_densest_early_reads(source, cubin, arch, what, timeout=None, ptxas_level=3):
         text = source.read_text()
         n = int(text.split("for (int s = 0; s < ")[1].split(";")[0])  # slots zeroed
         seen.append((n, "volatile double" in text))
@@ -190,6 +190,53 @@ def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, 
     seen.clear()
     fused = library.get_kernel(plan.cls, "full", epilogue="jk", directory=tmp_path)
     assert len(seen) == 1 and fused.n_slots == slots[0]  # J/K: the model's placement only
+
+
+def test_library_builds_at_the_fallback_level_what_ptxas_cannot_finish(tmp_path, monkeypatch):
+    from fusionrcg.build import library
+    from fusionrcg.build.compiler import PtxasReport
+
+    levels = []
+
+    def slow_at_the_default_level(source, cubin, arch, what, timeout=None, ptxas_level=3):
+        levels.append(ptxas_level)
+        if ptxas_level != 1:
+            raise CompileTimeout(f"{what}: compilation exceeded {timeout:.0f} s")
+        cubin.write_bytes(b"cubin")
+        return PtxasReport(255, 0, 0, 0, 1, 0.1, ptxas_level)
+
+    monkeypatch.setattr(library, "nvcc_cubin", slow_at_the_default_level)
+    cls = QuartetClass(1, 0, 0, 0)
+    with pytest.raises(CompileTimeout, match=r"\(1,0\|0,0\).*exceeded 5 s"):
+        library.get_kernel(cls, "full", directory=tmp_path, timeout=5)
+    assert levels == [3] and not list(tmp_path.glob("*.cubin"))
+    k = library.get_kernel(cls, "full", directory=tmp_path, timeout=5, fallback_ptxas_level=1)
+    assert levels == [3, 3, 1] and k.report.ptxas_level == 1 and not k.cached
+    assert k.binary.exists() and len(list(tmp_path.glob("*.cubin"))) == 1
+    # the index serves that build; a new request finds the fallback binary, not ptxas again
+    assert library.get_kernel(cls, "full", directory=tmp_path).report.ptxas_level == 1
+    (tmp_path / "index").rename(tmp_path / "old_index")
+    k2 = library.get_kernel(cls, "full", directory=tmp_path, timeout=5, fallback_ptxas_level=1)
+    assert levels == [3, 3, 1] and k2.cached and k2.binary == k.binary
+    with pytest.raises(CompileTimeout, match=r"exceeded 5 s at ptxas -O3 and at -O0"):
+        library.get_kernel(QuartetClass(1, 1, 0, 0), directory=tmp_path, timeout=5,
+                           fallback_ptxas_level=0)  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_nvcc_ptxas_level_timeout_and_bad_level(tmp_path):
+    k = lower(plan_class(QuartetClass(1, 0, 0, 0)), "cuda", "store")
+    src = tmp_path / "k.cu"
+    src.write_text(k.source)
+    assert nvcc_cubin(src, tmp_path / "k3.cubin", "sm_90", "k").ptxas_level == 3
+    low = nvcc_cubin(src, tmp_path / "k1.cubin", "sm_90", "k", ptxas_level=1)
+    assert low.ptxas_level == 1
+    assert (tmp_path / "k1.cubin").read_bytes() != (tmp_path / "k3.cubin").read_bytes()
+    with pytest.raises(CompileTimeout, match="k: compilation exceeded 0 s"):
+        nvcc_cubin(src, tmp_path / "late.cubin", "sm_90", "k", timeout=0.01)
+    assert not list(tmp_path.glob("late*"))
+    with pytest.raises(CompileError, match="ptxas level 4 is not one of"):
+        nvcc_cubin(src, tmp_path / "k4.cubin", "sm_90", "k", ptxas_level=4)
 
 
 def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):

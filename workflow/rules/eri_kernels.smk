@@ -122,11 +122,16 @@ rule eri_gpu_kernels:
         f"{RESULTS}/eri/gpu/kernels.jsonl",
     params:
         timeout=GPU_CONFIG["compile_timeout"],
+        fallback=(
+            ""
+            if GPU_CONFIG["compile_fallback_ptxas_level"] is None
+            else f"--fallback-ptxas-level {GPU_CONFIG['compile_fallback_ptxas_level']}"
+        ),
     threads: GPU_CONFIG["kernel_jobs"]
     log:
         f"{RESULTS}/logs/eri/gpu/kernels.log",
     shell:
         # the campaign appends to its build log: start from an empty one
         "rm -f {output} && {PY} -m fusionrcg.campaign kernels --inputs {GPU_INPUTS}"
-        " --kernel-dir {KERNELS} --out {output} --timeout {params.timeout} --jobs {threads}"
-        " > {log} 2>&1"
+        " --kernel-dir {KERNELS} --out {output} --timeout {params.timeout} {params.fallback}"
+        " --jobs {threads} > {log} 2>&1"

@@ -14,11 +14,17 @@ from pathlib import Path
 
 SUPPORTED_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
 NVCC_FLAGS = ("-O3", "-std=c++17", "--fmad=true")
+PTXAS_DEFAULT_LEVEL = 3  # ptxas's own default (-O3)
+PTXAS_LEVELS = (0, 1, 2, 3)
 CXX_FLAGS = ("-O2", "-shared", "-fPIC", "-fno-math-errno")
 
 
 class CompileError(RuntimeError):
     """A generated kernel that did not compile; the message names the kernel and the cause."""
+
+
+class CompileTimeout(CompileError):
+    """A compile stopped at its time limit (the largest forced Tier 1 kernels at ptxas -O3)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class PtxasReport:
     stack_bytes: int
     functions: int
     compile_seconds: float
+    ptxas_level: int = PTXAS_DEFAULT_LEVEL
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -44,7 +51,9 @@ _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers")
 
 
-def parse_ptxas(text: str, seconds: float = 0.0) -> PtxasReport:
+def parse_ptxas(
+    text: str, seconds: float = 0.0, ptxas_level: int = PTXAS_DEFAULT_LEVEL
+) -> PtxasReport:
     props = [tuple(map(int, m.groups())) for m in _PROPS.finditer(text)]
     used = [int(m.group(1)) for m in _USED.finditer(text)]
     if not props or not used:
@@ -56,6 +65,7 @@ def parse_ptxas(text: str, seconds: float = 0.0) -> PtxasReport:
         stack_bytes=max(p[0] for p in props),
         functions=len(props),
         compile_seconds=seconds,
+        ptxas_level=ptxas_level,
     )
 
 
@@ -82,7 +92,7 @@ def _run(cmd: list[str], what: str, timeout: float | None) -> tuple[str, float]:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        raise CompileError(f"{what}: compilation exceeded {timeout:.0f} s") from None
+        raise CompileTimeout(f"{what}: compilation exceeded {timeout:.0f} s") from None
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         tail = "\n".join((stderr or stdout).strip().splitlines()[-15:])
@@ -91,13 +101,23 @@ def _run(cmd: list[str], what: str, timeout: float | None) -> tuple[str, float]:
 
 
 def nvcc_cubin(
-    source: Path, cubin: Path, arch: str = "sm_90", what: str = "", timeout: float | None = None
+    source: Path,
+    cubin: Path,
+    arch: str = "sm_90",
+    what: str = "",
+    timeout: float | None = None,
+    ptxas_level: int = PTXAS_DEFAULT_LEVEL,
 ) -> PtxasReport:
+    """``source`` compiled to ``cubin`` for ``arch``, ptxas at optimization level
+    ``ptxas_level``; the ptxas resource report."""
     if arch not in SUPPORTED_ARCHS:
         raise CompileError(
             f"{what or source.name}: architecture {arch!r} not supported; "
             f"use one of {', '.join(SUPPORTED_ARCHS)}"
         )
+    if ptxas_level not in PTXAS_LEVELS:
+        raise CompileError(f"{what or source.name}: ptxas level {ptxas_level!r} is not one of "
+                           f"{PTXAS_LEVELS}")  # fmt: skip
     nvcc = find_tool("nvcc", "NVCC")
     tmp = cubin.with_suffix(f".{os.getpid()}.tmp")
     cmd = [
@@ -107,13 +127,14 @@ def nvcc_cubin(
         "-Xptxas",
         "-v",
         *NVCC_FLAGS,
+        *(() if ptxas_level == PTXAS_DEFAULT_LEVEL else ("-Xptxas", f"-O{ptxas_level}")),
         "-o",
         str(tmp),
         str(source),
     ]
     text, seconds = _run(cmd, what or source.name, timeout)
     tmp.replace(cubin)  # never leave a half-written cubin under the final name
-    return parse_ptxas(text, seconds)
+    return parse_ptxas(text, seconds, ptxas_level)
 
 
 def cxx_shared(source: Path, library: Path, what: str = "", timeout: float | None = None) -> float:

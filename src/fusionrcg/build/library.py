@@ -30,7 +30,9 @@ from ..variants import Tier, Variant, get_variant
 from .compiler import (
     CXX_FLAGS,
     NVCC_FLAGS,
+    PTXAS_DEFAULT_LEVEL,
     CompileError,
+    CompileTimeout,
     PtxasReport,
     cxx_shared,
     nvcc_cubin,
@@ -111,8 +113,10 @@ def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_siz
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _content_key(source: str, target: str, arch: str) -> str:
+def _content_key(source: str, target: str, arch: str, ptxas_level: int) -> str:
     flags = " ".join(NVCC_FLAGS if target == "cuda" else CXX_FLAGS)
+    if ptxas_level != PTXAS_DEFAULT_LEVEL:  # default builds keep the keys they always had
+        flags += f" -Xptxas -O{ptxas_level}"
     return hashlib.sha256(f"{source}\n{flags}\n{arch}".encode()).hexdigest()[:16]
 
 
@@ -148,24 +152,51 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _compile(
-    kernel: KernelSource, root: Path, target: str, arch: str, what: str, timeout: float | None
+    kernel: KernelSource,
+    root: Path,
+    target: str,
+    arch: str,
+    what: str,
+    timeout: float | None,
+    fallback_level: int | None = None,
 ) -> tuple[Path, PtxasReport | None, bool]:
     """The binary of ``kernel`` in the library (compiled unless there): its path stem, the
-    ptxas report (CUDA) and whether it was there already."""
-    stem = root / f"{kernel.name}-{_content_key(kernel.source, target, arch)}"
+    ptxas report (CUDA) and whether it was there already. Where ptxas at its default level
+    runs past ``timeout``, ``fallback_level`` (if given) builds the kernel once more at that
+    ptxas optimization level; a build at either level that is there already is used."""
     cuda = target == "cuda"
-    binary = stem.with_suffix(".cubin" if cuda else ".so")
-    report_file = stem.with_suffix(".ptxas.json")
-    if binary.exists() and (report_file.exists() or not cuda):
-        report = PtxasReport(**json.loads(report_file.read_text())) if cuda else None
-        return stem, report, True
-    source = stem.with_suffix(".cu" if cuda else ".cpp")
-    source.write_text(kernel.source)
+    levels = [PTXAS_DEFAULT_LEVEL]
+    if cuda and fallback_level is not None and fallback_level != PTXAS_DEFAULT_LEVEL:
+        levels.append(fallback_level)
+    stems = [
+        root / f"{kernel.name}-{_content_key(kernel.source, target, arch, lv)}" for lv in levels
+    ]
+    for stem in stems:
+        binary = stem.with_suffix(".cubin" if cuda else ".so")
+        report_file = stem.with_suffix(".ptxas.json")
+        if binary.exists() and (report_file.exists() or not cuda):
+            report = PtxasReport(**json.loads(report_file.read_text())) if cuda else None
+            return stem, report, True
     if not cuda:
-        cxx_shared(source, binary, what, timeout)
-        return stem, None, False
-    report = nvcc_cubin(source, binary, arch, what, timeout)
-    _write_atomic(report_file, json.dumps(report.as_dict()))
+        source = stems[0].with_suffix(".cpp")
+        source.write_text(kernel.source)
+        cxx_shared(source, stems[0].with_suffix(".so"), what, timeout)
+        return stems[0], None, False
+    for level, stem in zip(levels, stems):
+        source = stem.with_suffix(".cu")
+        source.write_text(kernel.source)
+        try:
+            report = nvcc_cubin(source, stem.with_suffix(".cubin"), arch, what, timeout, level)
+            break
+        except CompileTimeout:
+            if len(levels) == 1:
+                raise
+            if stem is stems[-1]:
+                raise CompileTimeout(
+                    f"{what}: compilation exceeded {timeout:.0f} s at ptxas -O{levels[0]} and "
+                    f"at -O{level}"
+                ) from None
+    _write_atomic(stem.with_suffix(".ptxas.json"), json.dumps(report.as_dict()))
     return stem, report, False
 
 
@@ -200,6 +231,7 @@ def _compile_without_spills(
     arch: str,
     what: str,
     timeout: float | None,
+    fallback_level: int | None,
 ) -> _Built:
     """The first of ``SPILL_FALLBACKS`` that compiles without spills (the last otherwise);
     then, for a store kernel that compiled without spills, the first of the plan's denser
@@ -213,7 +245,7 @@ def _compile_without_spills(
         if kernel.source in tried:
             return None
         tried.add(kernel.source)
-        return _Built(kernel, *_compile(kernel, root, target, arch, what, timeout))
+        return _Built(kernel, *_compile(kernel, root, target, arch, what, timeout, fallback_level))
 
     built = attempt(**SPILL_FALLBACKS[0])
     for form in SPILL_FALLBACKS[1:]:
@@ -241,9 +273,14 @@ def get_kernel(
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     timeout: float | None = None,
     bank: str = "auto",
+    fallback_ptxas_level: int | None = None,
 ) -> LibraryKernel:
     """The kernel of ``cls`` under ``variant``: from the library, or generated and compiled.
-    ``bank`` places a Tier 2 kernel's slot bank (``lowering.kernel.shared_bank``)."""
+    ``bank`` places a Tier 2 kernel's slot bank (``lowering.kernel.shared_bank``). A compile
+    that runs past ``timeout`` raises ``CompileTimeout``, or with ``fallback_ptxas_level``
+    is done once more at that ptxas optimization level (the ptxas report keeps the level; the
+    library then serves that build to every request of the kernel): the largest forced Tier 1
+    kernels do not finish at ptxas's default -O3 in hours."""
     v = get_variant(variant)
     epi = Epilogue(epilogue)
     if target != "cuda":
@@ -267,7 +304,7 @@ def get_kernel(
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
     what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
     kernel, stem, report, cached = _compile_without_spills(
-        plan, target, epi, segment_size, bank, root, arch, what, timeout
+        plan, target, epi, segment_size, bank, root, arch, what, timeout, fallback_ptxas_level
     )
     cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")

@@ -26,7 +26,8 @@ def _save(fig: plt.Figure, path: str | Path) -> None:
 
 def ablation_figure(table: pd.DataFrame, ablation: str, title: str, path: str | Path) -> None:
     """Throughput bars (log scale) of full and the ablated variant per quartet; the speedup on
-    a second axis, written above each quartet. A quartet without both numbers says so."""
+    a second axis, written above each quartet, with the ptxas level of an ablated kernel built
+    below -O3 (the compile fallback). A quartet without both numbers says so."""
     variant = ABLATIONS[ablation]
     x = np.arange(len(table))
     fig, ax = plt.subplots(figsize=(11, 4.6))
@@ -45,10 +46,11 @@ def ablation_figure(table: pd.DataFrame, ablation: str, title: str, path: str | 
     twin.set_ylabel("speedup (x-fold)")
     finite = speedup[np.isfinite(speedup)]
     twin.set_ylim(0, max(2.0, 1.2 * finite.max()) if finite.size else 2.0)
-    for xi, s, missing in zip(x, speedup, table["missing"]):
+    levels = table["ablated_ptxas_level"].to_numpy(dtype=float)
+    for xi, s, level, missing in zip(x, speedup, levels, table["missing"]):
         if np.isfinite(s):
             twin.annotate(
-                f"{s:.2f}x",
+                f"{s:.2f}x" + (f"\n(-O{level:.0f})" if level < 3 else ""),
                 (xi, s),
                 ha="center",
                 va="bottom",

@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,8 @@ from ..variants import Tier
 THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
     "quartets_per_second", "flop_rate", "fraction_of_peak", "mean_primitive_quartets",
-    "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "slots_per_quartet",
+    "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ptxas_level",
+    "slots_per_quartet",
     "bank", "bank_request", "kernel2", "kernel2_request", "quartet_order", "max_work", "source",
     "source_rank", "superseded", "error",
 )  # fmt: skip
@@ -121,6 +123,8 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
     for col in THROUGHPUT_COLUMNS:
         if col not in df:
             df[col] = np.nan
+    # records from before the compile fallback existed were all built at ptxas's default
+    df["ptxas_level"] = df["ptxas_level"].where(df["error"].notna(), df["ptxas_level"].fillna(3))
     classes = df.apply(_class_of, axis=1)
     df["class"] = classes.map(str)
     df["total"] = classes.map(lambda c: c.total)
@@ -135,17 +139,23 @@ def current(throughput: pd.DataFrame) -> pd.DataFrame:
     return throughput[~throughput["superseded"].astype(bool)]
 
 
-def _rate(rows: pd.DataFrame, variant: str, epilogue: str) -> tuple[float, str | None, float]:
-    """Quartets per second of one variant (NaN and the reason when not measured), and its
-    tier."""
+class Rate(NamedTuple):
+    qps: float  # quartets per second; NaN when not measured
+    error: str | None  # why not
+    tier: float
+    ptxas_level: float  # of the measured kernel; NaN when not measured
+
+
+def _rate(rows: pd.DataFrame, variant: str, epilogue: str) -> Rate:
+    """The fastest measurement of one variant."""
     sel = rows[(rows["variant"] == variant) & (rows["epilogue"] == epilogue)]
     if sel.empty:
-        return np.nan, "not measured", np.nan
+        return Rate(np.nan, "not measured", np.nan, np.nan)
     ok = sel[sel["error"].isna()]
     if ok.empty:
-        return np.nan, str(sel["error"].iloc[0]), sel["tier"].iloc[0]
+        return Rate(np.nan, str(sel["error"].iloc[0]), sel["tier"].iloc[0], np.nan)
     best = ok.loc[ok["quartets_per_second"].idxmax()]
-    return float(best["quartets_per_second"]), None, best["tier"]
+    return Rate(float(best["quartets_per_second"]), None, best["tier"], best["ptxas_level"])
 
 
 def ablation_table(
@@ -162,7 +172,8 @@ def paired_table(
 ) -> pd.DataFrame:
     """Per quartet: variant ``base`` against ``other`` (``store`` epilogue), speedup =
     base / other, both from the latest run that measured both (columns named as in the
-    ablations: ``full_*`` is ``base``)."""
+    ablations: ``full_*`` is ``base``), with the ptxas level of each kernel (below 3 where its
+    build fell back, ``build.library.get_kernel``)."""
     rows = []
     for text in quartets:
         cls = QuartetClass.parse(text)
@@ -175,19 +186,23 @@ def paired_table(
         ]
         # the latest run with both, else each variant's latest record
         measured = measured[measured["source_rank"] == max(both)] if both else current(measured)
-        full, full_err, full_tier = _rate(measured, base, "store")
-        ablated, other_err, other_tier = _rate(measured, other, "store")
-        missing = "; ".join(f"{v}: {e}" for v, e in ((base, full_err), (other, other_err)) if e)
+        full = _rate(measured, base, "store")
+        ablated = _rate(measured, other, "store")
+        missing = "; ".join(
+            f"{v}: {r.error}" for v, r in ((base, full), (other, ablated)) if r.error
+        )
         rows.append(
             {
                 "quartet": str(cls),
                 "total": cls.total,
                 "ablated": other,
-                "full_qps": full,
-                "ablated_qps": ablated,
-                "speedup": full / ablated,
-                "full_tier": full_tier,
-                "ablated_tier": other_tier,
+                "full_qps": full.qps,
+                "ablated_qps": ablated.qps,
+                "speedup": full.qps / ablated.qps,
+                "full_tier": full.tier,
+                "ablated_tier": ablated.tier,
+                "full_ptxas_level": full.ptxas_level,
+                "ablated_ptxas_level": ablated.ptxas_level,
                 "source": measured["source"].iloc[0] if len(measured) else None,
                 "missing": missing or None,
             }
@@ -219,8 +234,8 @@ def tier_table(throughput: pd.DataFrame, tiers: pd.Series) -> pd.DataFrame:
         form1 = kernel2_form(shape, tier=Tier.REGISTER)
         expected = np.where(measured["variant"] == "tier1-only", form1, form)
         runtime = measured["error"].notna() | (measured["kernel2"] == expected)
-        t1, t1_err, _ = _rate(measured[runtime], "tier1-only", "jk")
-        t2, t2_err, _ = _rate(measured[runtime], "tier2-only", "jk")
+        t1, t1_err, _, _ = _rate(measured[runtime], "tier1-only", "jk")
+        t2, t2_err, _, _ = _rate(measured[runtime], "tier2-only", "jk")
         both = np.isfinite(t1) and np.isfinite(t2)
         faster = (1 if t1 > t2 else 2) if both else None
         model = int(tiers[cls]) if cls in tiers.index else None
