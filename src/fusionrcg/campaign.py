@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .angmom import QuartetClass, canonical_classes
+from .build.compiler import PTXAS_DEFAULT_LEVEL, PTXAS_LEVELS
 from .lowering.target import Epilogue
 from .runtime.basis import SegmentedBasis
 from .runtime.gpu import MAX_WORK
@@ -255,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument(
         "--fallback-ptxas-level",
         type=int,
-        choices=(0, 1, 2),
+        choices=[lv for lv in PTXAS_LEVELS if lv != PTXAS_DEFAULT_LEVEL],
         default=None,
         help="build a kernel whose ptxas -O3 runs past the timeout once more at this level",
     )

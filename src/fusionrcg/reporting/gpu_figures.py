@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..build.compiler import PTXAS_DEFAULT_LEVEL
 from .gpu_results import ABLATIONS  # noqa: E402
 
 TIER_COLORS = {1: "tab:green", 2: "tab:red"}
@@ -50,7 +51,7 @@ def ablation_figure(table: pd.DataFrame, ablation: str, title: str, path: str | 
     for xi, s, level, missing in zip(x, speedup, levels, table["missing"]):
         if np.isfinite(s):
             twin.annotate(
-                f"{s:.2f}x" + (f"\n(-O{level:.0f})" if level < 3 else ""),
+                f"{s:.2f}x" + (f"\n(-O{level:.0f})" if level < PTXAS_DEFAULT_LEVEL else ""),
                 (xi, s),
                 ha="center",
                 va="bottom",

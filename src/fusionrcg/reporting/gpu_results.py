@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..angmom import QuartetClass, shell_size
+from ..build.compiler import PTXAS_DEFAULT_LEVEL
 from ..runtime.gpu import kernel2_form
 from ..variants import Tier
 
@@ -124,7 +125,8 @@ def throughput_table(measurements: pd.DataFrame, peak: float) -> pd.DataFrame:
         if col not in df:
             df[col] = np.nan
     # records from before the compile fallback existed were all built at ptxas's default
-    df["ptxas_level"] = df["ptxas_level"].where(df["error"].notna(), df["ptxas_level"].fillna(3))
+    levels = df["ptxas_level"].fillna(PTXAS_DEFAULT_LEVEL)
+    df["ptxas_level"] = df["ptxas_level"].where(df["error"].notna(), levels)
     classes = df.apply(_class_of, axis=1)
     df["class"] = classes.map(str)
     df["total"] = classes.map(lambda c: c.total)
