@@ -46,7 +46,8 @@ def ablation_figure(table: pd.DataFrame, ablation: str, title: str, path: str | 
     twin.axhline(1.0, color="black", lw=0.8, ls=":")
     twin.set_ylabel("speedup (x-fold)")
     finite = speedup[np.isfinite(speedup)]
-    twin.set_ylim(0, max(2.0, 1.2 * finite.max()) if finite.size else 2.0)
+    # headroom above the largest speedup for its label and the legend
+    twin.set_ylim(0, max(2.0, 1.5 * finite.max()) if finite.size else 2.0)
     levels = table["ablated_ptxas_level"].to_numpy(dtype=float)
     for xi, s, level, missing in zip(x, speedup, levels, table["missing"]):
         if np.isfinite(s):
