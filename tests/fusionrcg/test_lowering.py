@@ -274,6 +274,39 @@ def test_missing_kernel_that_cannot_be_generated_names_the_class(tmp_path, monke
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_tiled_output_index_matches_untiling(tmp_path):
+    """The C position of integral k of item q (every GPU store and Kernel 2), compiled for the
+    host, against the untiling the runtime reads integrals with: every (item, integral) lands
+    in its own place, inside a buffer of ``tiled_output_size``."""
+    import ctypes
+
+    from fusionrcg.build.compiler import cxx_shared
+    from fusionrcg.lowering.target import (
+        tiled_output_index,
+        tiled_output_size,
+        untile_outputs,
+    )
+
+    src = tmp_path / "index.cpp"
+    expr = tiled_output_index("k", "q", "nout")
+    src.write_text(
+        "#include <stddef.h>\n"
+        f'extern "C" long long position(int k, int q, int nout) {{ return {expr}; }}\n'
+    )
+    cxx_shared(src, tmp_path / "index.so")
+    position = ctypes.CDLL(str(tmp_path / "index.so")).position
+    position.restype = ctypes.c_longlong
+    for n_items, n_outputs in ((1, 1), (45, 7), (64, 225), (33, 1)):
+        values = np.arange(n_items * n_outputs, dtype=float).reshape(n_items, n_outputs) + 1
+        buffer = np.zeros(tiled_output_size(n_items, n_outputs))
+        for q in range(n_items):
+            for k in range(n_outputs):
+                buffer[position(k, q, n_outputs)] = values[q, k]
+        assert np.count_nonzero(buffer) == values.size
+        np.testing.assert_array_equal(untile_outputs(buffer, n_outputs)[:n_items], values)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_generated_boys_function_is_accurate(tmp_path):
     """The Taylor-table Boys source the kernels use, compiled for the host, against mpmath."""
     import ctypes

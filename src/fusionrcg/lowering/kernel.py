@@ -34,7 +34,14 @@ from ..orchestration.plan import ClassPlan
 from ..variants import Tier
 from .boys import boys_source
 from .layout import DEFAULT_SEGMENT_SIZE, PHASE2_SYMBOLS, Tier2Layout, tier2_layout
-from .target import TARGETS, TIER1_MAX_SHARED_BYTES, TIER1_THREADS, Epilogue, Target
+from .target import (
+    TARGETS,
+    TIER1_MAX_SHARED_BYTES,
+    TIER1_THREADS,
+    Epilogue,
+    Target,
+    tiled_output_index,
+)
 
 KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
     const double* __restrict__ seg_xyz, const int* __restrict__ qpair,
@@ -292,12 +299,13 @@ def _tier1_body(
 
 JK_KERNEL_ARGS = """const int n, const int* __restrict__ quartets,
     const double* __restrict__ qscale, const int* __restrict__ seg_ao,
-    const double* __restrict__ ints, const long long stride, const int nao,
+    const double* __restrict__ ints, const int nao,
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
 
 
 def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
-    """Kernel 2 generated for the class: integral k of quartet q at ints[k * stride + q]."""
+    """Kernel 2 generated for the class over the integrals of a store launch (tiled,
+    ``target.OUTPUT_TILE``)."""
     lines = [
         "const int q = blockIdx.x * blockDim.x + threadIdx.x;",
         "if (q >= n) return;",
@@ -306,8 +314,10 @@ def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
         "const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];",
     ]
     shape = plan.graph.output_shape
+    nout = str(math.prod(shape))
     for k, (i, j, kk, ll) in enumerate(product(*(range(s) for s in shape))):
-        lines.append(f"FRCG_JK({i}, {j}, {kk}, {ll}, ints[(size_t){k} * stride + q]);")
+        value = f"ints[{tiled_output_index(str(k), 'q', nout)}]"
+        lines.append(f"FRCG_JK({i}, {j}, {kk}, {ll}, {value});")
     return f"{target.kernel} {name}({JK_KERNEL_ARGS})\n{{\n{_indent(lines)}\n}}\n"
 
 

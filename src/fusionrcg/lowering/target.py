@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..orchestration.tier import SM_REGISTERS
 
 # Threads per block of Tier 1 kernels, also the lane stride of their shared-memory slots. Blocks
@@ -13,6 +15,31 @@ from ..orchestration.tier import SM_REGISTERS
 # most (reports/gpu/eri/tier1_slots).
 TIER1_THREADS = 32
 TIER1_MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory of one block (sm_90)
+
+# GPU store launches keep integral k of item q at ((q / TILE) * nout + k) * TILE + q % TILE: the
+# 32 items of a warp write 256 contiguous bytes per integral, and one thread's integrals lie a
+# constant 256 bytes apart, so each store of a generated kernel addresses one base register
+# plus an immediate offset. With the integrals at k * n + q every store computed its address
+# (an IMAD and a constant-bank load per integral: 12-16% of the slot-bound classes' Phase 2
+# instructions, reports/gpu/eri/sass_mix).
+OUTPUT_TILE = 32
+
+
+def tiled_output_index(k: str, q: str, nout: str) -> str:
+    """C expression of the tiled position of integral ``k`` of item ``q`` (``OUTPUT_TILE``)."""
+    tile = OUTPUT_TILE
+    return f"(((size_t)({q}) / {tile}) * ({nout}) + ({k})) * {tile} + (({q}) % {tile})"
+
+
+def tiled_output_size(n_items: int, n_outputs: int) -> int:
+    """Doubles of a tiled output buffer: whole tiles of ``OUTPUT_TILE`` items."""
+    return -(-n_items // OUTPUT_TILE) * OUTPUT_TILE * n_outputs
+
+
+def untile_outputs(buffer: np.ndarray, n_outputs: int) -> np.ndarray:
+    """(items rounded up to whole tiles, ``n_outputs``) view of a tiled output buffer."""
+    tiles = buffer.reshape(-1, n_outputs, OUTPUT_TILE)
+    return tiles.transpose(0, 2, 1).reshape(-1, n_outputs)
 
 
 class Epilogue(str, enum.Enum):
@@ -130,7 +157,7 @@ CUDA = Target(
     # interleaved: consecutive threads touch consecutive addresses (coalesced, and free of
     # bank conflicts when the slot bank is in shared memory)
     buffer_index="(size_t)(s) * bank_stride + lane",
-    output_index="(size_t)(k) * n + q",
+    output_index=tiled_output_index("k", "q", "nout"),
     atomic_add="atomicAdd(&(x), (v))",
     # a compile-time lane stride: slot addresses are immediate offsets from one register
     slot_index=f"(s) * {TIER1_THREADS}",

@@ -21,7 +21,12 @@ from ..build.compiler import SUPPORTED_ARCHS
 from ..build.library import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
 from ..lowering.kernel import GENERATED_KERNEL2_MAX_OUTPUTS
-from ..lowering.target import Epilogue
+from ..lowering.target import (
+    Epilogue,
+    tiled_output_index,
+    tiled_output_size,
+    untile_outputs,
+)
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
 from .launch import DeviceError, _program, _quartet_batches
@@ -47,10 +52,15 @@ TIER1_FUSED_JK_MAX_OUTPUTS = 63
 MAX_WORK = 64
 KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 
-JK_TRANSFORM = r"""
+# integral k of item q in a store launch's buffer
+OUTPUT_INDEX = f"#define FRCG_OUT(k, q, nout) ({tiled_output_index('k', 'q', 'nout')})\n"
+
+JK_TRANSFORM = (
+    OUTPUT_INDEX
+    + r"""
 extern "C" __global__ void frcg_jk_transform(
     const int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
-    const int* __restrict__ seg_ao, const double* __restrict__ ints, const long long stride,
+    const int* __restrict__ seg_ao, const double* __restrict__ ints,
     const int na, const int nb, const int nc, const int nd, const int nao,
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk)
 {
@@ -69,7 +79,7 @@ extern "C" __global__ void frcg_jk_transform(
     double* Dac = Dbc + nb * nc;
 #define D(i, j) dm[(size_t)(i) * nao + (j)]
     const double s = qscale[q];
-    for (int x = threadIdx.x; x < nout; x += blockDim.x) I[x] = s * ints[(size_t)x * stride + q];
+    for (int x = threadIdx.x; x < nout; x += blockDim.x) I[x] = s * ints[FRCG_OUT(x, q, nout)];
     for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
         const int a = x / nb, b = x % nb;
         Dab[x] = D(oa + a, ob + b) + D(ob + b, oa + a);
@@ -130,7 +140,7 @@ extern "C" __global__ void frcg_jk_transform(
 
 extern "C" __global__ void frcg_jk_quartet(
     const int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
-    const int* __restrict__ seg_ao, const double* __restrict__ ints, const long long stride,
+    const int* __restrict__ seg_ao, const double* __restrict__ ints,
     const int na, const int nb, const int nc, const int nd, const int nao,
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk)
 {
@@ -139,14 +149,15 @@ extern "C" __global__ void frcg_jk_quartet(
     const int oa = seg_ao[quartets[4 * q]], ob = seg_ao[quartets[4 * q + 1]];
     const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];
     const double s = qscale[q];
-    int x = 0;  // integrals of quartet q: ints[x * stride + q], consecutive threads coalesced
+    const int nout = na * nb * nc * nd;
+    int x = 0;  // integral x of quartet q, consecutive threads coalesced
     for (int a = 0; a < na; ++a)
         for (int b = 0; b < nb; ++b) {
             const double dab = D(oa + a, ob + b) + D(ob + b, oa + a);
             double jab = 0.0;
             for (int c = 0; c < nc; ++c)
                 for (int d = 0; d < nd; ++d, ++x) {
-                    const double v = s * ints[(size_t)x * stride + q];
+                    const double v = s * ints[FRCG_OUT(x, q, nout)];
                     jab += v * (D(oc + c, od + d) + D(od + d, oc + c));
                     atomicAdd(&vj[(size_t)(oc + c) * nao + od + d], v * dab);
                     atomicAdd(&vk[(size_t)(oa + a) * nao + oc + c], v * D(ob + b, od + d));
@@ -158,6 +169,7 @@ extern "C" __global__ void frcg_jk_quartet(
         }
 }
 """
+)
 
 
 def _cupy():
@@ -180,17 +192,20 @@ def _function(path: Path, name: str):
 
 
 # Adds the integrals of a split quartet's other items into its first item's column.
-ADD_ITEMS = r"""
+ADD_ITEMS = (
+    OUTPUT_INDEX
+    + r"""
 extern "C" __global__ void frcg_add_items(const int n_sources, const int n_outputs,
-    const long long stride, const long long* __restrict__ source,
-    const long long* __restrict__ target, double* __restrict__ out)
+    const long long* __restrict__ source, const long long* __restrict__ target,
+    double* __restrict__ out)
 {
     const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (t >= (long long)n_sources * n_outputs) return;
     const long long i = t % n_sources, k = t / n_sources;
-    atomicAdd(&out[k * stride + target[i]], out[k * stride + source[i]]);
+    atomicAdd(&out[FRCG_OUT(k, target[i], n_outputs)], out[FRCG_OUT(k, source[i], n_outputs)]);
 }
 """
+)
 
 
 @lru_cache(maxsize=1)
@@ -245,9 +260,10 @@ class Launch:
     threads: int
     shared_mem: int
     args: tuple
-    out: object  # store epilogue: (n_outputs, n_items) device array, column i for item i
+    out: object  # store epilogue: the items' integrals, tiled (``target.OUTPUT_TILE``)
+    n_outputs: int
     order: np.ndarray  # launched item -> index into the caller's quartets
-    columns: np.ndarray | None = None  # caller's quartet -> column of its integrals
+    columns: np.ndarray | None = None  # caller's quartet -> the item holding its integrals
     add_items: Callable[[], None] | None = None  # split quartets: items into the first one
 
     def __call__(self) -> None:
@@ -260,7 +276,8 @@ class Launch:
         launch whose items are summed per quartet (not ``whole=False``)."""
         if self.columns is None:
             raise ValueError("a launch of split quartets has no integrals per quartet")
-        return np.ascontiguousarray(_cupy().asnumpy(self.out)[:, self.columns].T)
+        items = untile_outputs(_cupy().asnumpy(self.out), self.n_outputs)
+        return np.ascontiguousarray(items[self.columns])
 
 
 class GpuExecutor:
@@ -328,8 +345,8 @@ class GpuExecutor:
         q = cp.asarray(np.ascontiguousarray(quartets[items]))
         scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
         sc = cp.asarray(np.ascontiguousarray(scales[items]))
-        # a J/K epilogue writes no integrals: no (n_outputs, n) buffer for it
-        out = cp.empty((kernel.n_outputs, n) if stored else 1)
+        # a J/K epilogue writes no integrals: no buffer for them
+        out = cp.empty(tiled_output_size(n, kernel.n_outputs) if stored else 1)
         threads, smem = THREADS, 0
         if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
             threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
@@ -353,15 +370,15 @@ class GpuExecutor:
         if stored and whole is not False:
             columns, sources, targets = pairs.item_sums(order)
             if len(sources):
-                add_items = self._item_adder(out, n, sources, targets)
-        return Launch(fn, grid, threads, smem, args, out, items, columns, add_items)
+                add_items = self._item_adder(out, kernel.n_outputs, sources, targets)
+        return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items, columns,
+                      add_items)  # fmt: skip
 
-    def _item_adder(self, out, stride: int, sources, targets) -> Callable[[], None]:
+    def _item_adder(self, out, n_outputs: int, sources, targets) -> Callable[[], None]:
         cp = self.cp
         fn = _add_items()
-        n_outputs = out.shape[0]
         source, target = (cp.asarray(x, dtype=np.int64) for x in (sources, targets))
-        args = (np.int32(len(sources)), np.int32(n_outputs), np.int64(stride), source, target, out)
+        args = (np.int32(len(sources)), np.int32(n_outputs), source, target, out)
         grid = (len(sources) * n_outputs + THREADS - 1) // THREADS
         return lambda: fn((grid,), (THREADS,), args)
 
@@ -381,7 +398,7 @@ class GpuExecutor:
         form = kernel2_form(shape, form, generated=kernel.jk_kernel is not None)
         n = int(launch.args[0])
         quartets, scales, seg_ao = launch.args[1], launch.args[2], launch.args[5]
-        head = (np.int32(n), quartets, scales, seg_ao, launch.out, np.int64(n))
+        head = (np.int32(n), quartets, scales, seg_ao, launch.out)
         tail = (np.int32(vj.shape[0]), dm, vj, vk)
         grid = ((n + THREADS - 1) // THREADS,)
         if form == "generated":
