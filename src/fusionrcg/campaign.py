@@ -63,6 +63,11 @@ def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dic
     return plan
 
 
+def _command() -> str:
+    """This run's command line as the module invocation (no path of the machine it ran on)."""
+    return " ".join(["python -m fusionrcg.campaign", *sys.argv[1:]])
+
+
 def _jsonl(path: Path, record: dict) -> None:
     with path.open("a") as fh:
         fh.write(json.dumps(record) + "\n")
@@ -102,7 +107,7 @@ def bench(args) -> int:
     )
     cp = ex.cp
     peak = B.fp64_peak(cp)
-    info = provenance(**gpu_info(cp), fp64_fma_peak=peak, command=" ".join(sys.argv))
+    info = provenance(**gpu_info(cp), fp64_fma_peak=peak, command=_command())
     (out / "device.json").write_text(json.dumps(info, indent=1))
     bases = {p.stem: SegmentedBasis.load(p) for p in inputs.glob("*.npz")}
     rng = np.random.default_rng(1)
@@ -142,7 +147,7 @@ def verify(args) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    info = provenance(**gpu_info(cupy), command=" ".join(sys.argv))
+    info = provenance(**gpu_info(cupy), command=_command())
     (out / "verify_device.json").write_text(json.dumps(info, indent=1))
     results = out / "verify_gpu.jsonl"
     tol = Tolerance()
