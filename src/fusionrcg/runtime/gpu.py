@@ -191,7 +191,7 @@ def _function(path: Path, name: str):
     return cp.RawModule(path=str(path)).get_function(name)
 
 
-# Adds the integrals of a split quartet's other items into its first item's column.
+# Adds the integrals of a split quartet's other items into its first item's.
 ADD_ITEMS = (
     OUTPUT_INDEX
     + r"""
