@@ -274,6 +274,29 @@ def test_missing_kernel_that_cannot_be_generated_names_the_class(tmp_path, monke
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_tier2_jk_request_is_served_by_the_built_store_kernel(tmp_path, monkeypatch):
+    """A library built for a Tier 2 class's store kernel (all that its J/K needs: Kernel 2
+    contracts the stored integrals) serves the J/K request without generating anything, so a
+    machine without PySCF runs it; Tier 1's J/K kernel is another kernel and is not served."""
+    from fusionrcg.build import library
+
+    tier2 = QuartetClass(1, 1, 1, 0)
+    built = library.get_kernel(tier2, "tier2-only", target="cpp", directory=tmp_path)
+    library.get_kernel(QuartetClass(1, 1, 0, 0), "tier1-only", target="cpp", directory=tmp_path)
+
+    def no_pyscf(*args):
+        raise ModuleNotFoundError("No module named 'pyscf'")
+
+    monkeypatch.setattr(library, "plan_class", no_pyscf)
+    jk = library.get_kernel(tier2, "tier2-only", epilogue="jk", target="cpp", directory=tmp_path)
+    assert jk.tier is Tier.BUFFERED and jk.binary == built.binary and jk.cached
+    with pytest.raises(CompileError, match="not in the kernel library"):
+        library.get_kernel(
+            QuartetClass(1, 1, 0, 0), "tier1-only", epilogue="jk", target="cpp", directory=tmp_path
+        )
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_tiled_output_index_matches_untiling(tmp_path):
     """The C position of integral k of item q (every GPU store and Kernel 2), compiled for the
     host, against the untiling the runtime reads integrals with: every (item, integral) lands

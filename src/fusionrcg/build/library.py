@@ -292,6 +292,12 @@ def get_kernel(
     entry = index / f"{key}.json"
     if entry.exists():
         return _load(entry, cached=True)
+    if epi is Epilogue.JK:  # Tier 2 builds J/K with its store kernel: a library that has it serves
+        store = _request_key(cls, v, spherical, Epilogue.STORE, target, arch, segment_size, bank)
+        if (index / f"{store}.json").exists():
+            built = _load(index / f"{store}.json", cached=True)
+            if built.tier is Tier.BUFFERED:
+                return built
 
     try:
         plan = plan_class(cls, v, spherical)
