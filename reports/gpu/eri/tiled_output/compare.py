@@ -1,32 +1,35 @@
-"""The tiled output layout against the (k, q) layout: Tier 1 store (total 4-6) and Tier 1 J/K
-through the store kernel, two rounds of each tree in one command (``scripts/a.sh``).
+"""Two trees' ``campaign bench`` runs, old / new / old / new in one command (``scripts/a.sh``
+of each study folder): here the tiled output layout against the (k, q) layout, Tier 1 store
+(total 4-6) and Tier 1 J/K through the store kernel; ``row_prefetch/`` and
+``tiled_output_tier2/`` use it on their own folders.
 
-    python compare.py > study.md
+    python compare.py [FOLDER] > FOLDER/study.md   (default FOLDER: this one)
 
-Reads the ``campaign bench`` logs (``old_1.log`` ... ``new_2.log``): quartets per second and
-the fraction of the FP64 peak per item; the speedup is new over old, each the mean of its two
-rounds; the drift is a tree's second round over its first.
+Reads the logs ``old_1.log`` ... ``new_2.log`` in FOLDER: quartets per second and the fraction
+of the FP64 peak per item; the speedup is new over old, each the mean of its two rounds; the
+drift is a tree's second round over its first.
 """
 
 import re
 import statistics
+import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
 LINE = re.compile(r"(\(\S+\))\s+(\S+)\s+(\S+)\s+T\d\s+([\d.e+]+) q/s\s+([\d.]+)%")
 
 
-def read(name: str) -> dict[tuple[str, str], tuple[float, float]]:
+def read(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
     out = {}
-    for line in (HERE / name).read_text().splitlines():
+    for line in path.read_text().splitlines():
         if m := LINE.match(line):
             out[(m.group(1), m.group(3))] = (float(m.group(4)), float(m.group(5)))
     return out
 
 
 def main() -> None:
-    old = [read("old_1.log"), read("old_2.log")]
-    new = [read("new_1.log"), read("new_2.log")]
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent
+    old = [read(folder / "old_1.log"), read(folder / "old_2.log")]
+    new = [read(folder / "new_1.log"), read(folder / "new_2.log")]
     print(
         "| class | epilogue | old % of peak | new % of peak | new / old | drift old | drift new |"
     )
