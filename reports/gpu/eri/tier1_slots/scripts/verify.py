@@ -2,7 +2,9 @@
 quartets per class, water dimer cc-pVQZ, spherical (and Cartesian up to total 6), and J/K of
 cc-pVDZ water dimer through the model's routing.
 
-    FUSIONRCG_KERNEL_DIR=KERNELS python verify.py OUT.jsonl
+    FUSIONRCG_KERNEL_DIR=KERNELS python verify.py OUT.jsonl [MAX_SPHERICAL_TOTAL]
+
+MAX_SPHERICAL_TOTAL (default 9) lowers the spherical limit (``tiled_output/`` ran it with 6).
 """
 
 import json
@@ -20,7 +22,8 @@ from qcbench.molecules import load
 def main() -> None:
     tol = Tolerance()
     with open(sys.argv[1], "w") as out:
-        for cart, max_total in ((False, 9), (True, 6)):
+        spherical_max = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+        for cart, max_total in ((False, spherical_max), (True, 6)):
             mol = load("water_clusters/002", "cc-pvqz", cart=cart)
             rng = np.random.default_rng(5)
             worst = 0.0

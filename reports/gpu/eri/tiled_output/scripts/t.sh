@@ -11,5 +11,5 @@ mkdir -p $OUT/r
   python3 -c "import cupy, pyscf, numpy; print('cupy', cupy.__version__, 'pyscf', pyscf.__version__, 'numpy', numpy.__version__)"
   nvidia-smi --query-gpu=name,driver_version --format=csv; } > $OUT/r/test_gpu.txt
 tail -n 25 $OUT/r/test_gpu.txt
-timeout 200 python3 .gpu/vf/verify.py $OUT/r/verify.jsonl 2>&1 | tee $OUT/r/verify.log
+timeout 200 python3 reports/gpu/eri/tier1_slots/scripts/verify.py $OUT/r/verify.jsonl 6 2>&1 | tee $OUT/r/verify.log
 cd $OUT && tar czf r.tgz r && rm -rf r
