@@ -19,10 +19,16 @@ LINE = re.compile(r"(\(\S+\))\s+(\S+)\s+(\S+)\s+T\d\s+([\d.e+]+) q/s\s+([\d.]+)%
 
 
 def read(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """(class, epilogue) -> (quartets per second, % of peak); a class's later items of the same
+    epilogue (other Kernel 2 forms, in plan order) get ``#2``, ``#3`` ... after the epilogue."""
     out = {}
     for line in path.read_text().splitlines():
         if m := LINE.match(line):
-            out[(m.group(1), m.group(3))] = (float(m.group(4)), float(m.group(5)))
+            key, n = (m.group(1), m.group(3)), 1
+            while key in out:
+                n += 1
+                key = (m.group(1), f"{m.group(3)} #{n}")
+            out[key] = (float(m.group(4)), float(m.group(5)))
     return out
 
 
