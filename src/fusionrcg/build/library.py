@@ -292,12 +292,6 @@ def get_kernel(
     entry = index / f"{key}.json"
     if entry.exists():
         return _load(entry, cached=True)
-    if epi is Epilogue.JK:  # Tier 2 builds J/K with its store kernel: a library that has it serves
-        store = _request_key(cls, v, spherical, Epilogue.STORE, target, arch, segment_size, bank)
-        if (index / f"{store}.json").exists():
-            built = _load(index / f"{store}.json", cached=True)
-            if built.tier is Tier.BUFFERED:
-                return built
 
     try:
         plan = plan_class(cls, v, spherical)
@@ -340,5 +334,9 @@ def get_kernel(
         "flops": asdict(plan.flops),
         "ptxas": report.as_dict() if report else None,
     }
-    _write_atomic(entry, json.dumps(info, indent=1))
+    # a Tier 2 kernel answers the store and the J/K request alike (Kernel 2 contracts what it
+    # stores), so a library built for either serves both without generating anything
+    for served in tuple(Epilogue) if plan.tier is Tier.BUFFERED else (epi,):
+        key = _request_key(cls, v, spherical, served, target, arch, segment_size, bank)
+        _write_atomic(index / f"{key}.json", json.dumps(info, indent=1))
     return _load(entry, cached=cached)
