@@ -263,7 +263,7 @@ class Launch:
     out: object  # store epilogue: the items' integrals, tiled (``target.OUTPUT_TILE``)
     n_outputs: int
     order: np.ndarray  # launched item -> index into the caller's quartets
-    columns: np.ndarray | None = None  # caller's quartet -> the item holding its integrals
+    quartet_items: np.ndarray | None = None  # caller's quartet -> item holding its integrals
     add_items: Callable[[], None] | None = None  # split quartets: items into the first one
 
     def __call__(self) -> None:
@@ -274,10 +274,10 @@ class Launch:
     def integrals(self) -> np.ndarray:
         """(n_quartets, n_outputs) on the host in the caller's order, after a call of a store
         launch whose items are summed per quartet (not ``whole=False``)."""
-        if self.columns is None:
+        if self.quartet_items is None:
             raise ValueError("a launch of split quartets has no integrals per quartet")
         items = untile_outputs(_cupy().asnumpy(self.out), self.n_outputs)
-        return np.ascontiguousarray(items[self.columns])
+        return np.ascontiguousarray(items[self.quartet_items])
 
 
 class GpuExecutor:
@@ -366,13 +366,13 @@ class GpuExecutor:
             np.int32(dev.nao), dmd, vj, vk,
         )  # fmt: skip
         grid = (n + threads - 1) // threads
-        columns = add_items = None
+        quartet_items = add_items = None
         if stored and whole is not False:
-            columns, sources, targets = pairs.item_sums(order)
+            quartet_items, sources, targets = pairs.item_sums(order)
             if len(sources):
                 add_items = self._item_adder(out, kernel.n_outputs, sources, targets)
-        return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items, columns,
-                      add_items)  # fmt: skip
+        return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items,
+                      quartet_items, add_items)  # fmt: skip
 
     def _item_adder(self, out, n_outputs: int, sources, targets) -> Callable[[], None]:
         cp = self.cp
