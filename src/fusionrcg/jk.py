@@ -13,7 +13,7 @@ from collections import defaultdict
 import numpy as np
 
 from .angmom import QuartetClass
-from .engine import _check_backend, canonical_permutation
+from .engine import _check_backend, oriented_permutation
 from .runtime.basis import SegmentedBasis, segment_basis
 from .shells import check_mole
 from .variants import get_variant
@@ -53,20 +53,20 @@ def get_jk(mol, dm, backend: str = "cpu", variant="full") -> tuple[np.ndarray, n
     dm = _check_density(dm, basis.nao)
     run = executor(backend)
     quartets, weight = unique_segment_quartets(basis)
-    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
-    perms = {}
+    tightest = np.maximum.reduceat(basis.exponents, basis.prim[:, 0])
+    groups: dict[tuple[int, ...], list[tuple[int, ...]]] = defaultdict(list)
+    rows: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for n, q in enumerate(quartets):
-        ls = tuple(int(basis.l[s]) for s in q)
-        perm = perms.setdefault(ls, canonical_permutation(ls))
-        groups[tuple(ls[k] for k in perm)].append(n)
+        perm = oriented_permutation(basis.l[q], tightest[q])
+        canon = tuple(int(q[k]) for k in perm)
+        ls = tuple(int(basis.l[s]) for s in canon)
+        groups[ls].append(canon)
+        rows[ls].append(n)
     vj = np.zeros((basis.nao, basis.nao))
     vk = np.zeros_like(vj)
     for ls, members in groups.items():
-        rows = np.array(members)
-        canon = np.array(
-            [quartets[n][list(perms[tuple(int(basis.l[s]) for s in quartets[n])])] for n in rows]
-        )
-        hj, hk = run.jk(QuartetClass(*ls), v, not mol.cart, canon, weight[rows], basis, dm)
+        canon = np.array(members, dtype=np.int32)
+        hj, hk = run.jk(QuartetClass(*ls), v, not mol.cart, canon, weight[rows[ls]], basis, dm)
         vj += hj
         vk += hk
     return vj + vj.T, vk + vk.T

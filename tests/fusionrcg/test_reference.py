@@ -70,6 +70,17 @@ def test_non_canonical_orders_and_variants(get_molecule):
             assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0, (variant, q)
 
 
+def test_equal_l_pairs_put_the_tighter_shell_first():
+    from fusionrcg.engine import oriented_permutation
+
+    # (s d|f f) -> canonical (f f|d s): the f pair ordered by its largest exponents
+    assert oriented_permutation([0, 2, 3, 3], [1.0, 1.0, 0.5, 2.0]) == (3, 2, 1, 0)
+    assert oriented_permutation([0, 2, 3, 3], [1.0, 1.0, 2.0, 0.5]) == (2, 3, 1, 0)
+    assert oriented_permutation([1, 1, 1, 1], [1.0, 2.0, 3.0, 4.0]) == (1, 0, 3, 2)
+    # a pair of unequal l keeps the higher l first, whatever its exponents
+    assert oriented_permutation([1, 2, 0, 0], [9.0, 1.0, 1.0, 1.0])[:2] == (1, 0)
+
+
 def test_engine_matches_exact_evaluation(get_molecule):
     """Independent of libcint: a 40-digit evaluation of the same graph."""
     mol = get_molecule("water_clusters/002", "cc-pvdz")

@@ -1,9 +1,10 @@
-"""Looking for an orientation rule for equal-l bra pairs: the rounding spread (as in noise.py,
+"""Looking for an orientation rule for equal-l pairs: the rounding spread (as in noise.py,
 three draws; largest standard deviation over the quartet, in units of the tolerance) with the
-bra as sampled and swapped, for sampled quartets whose bra shells sit on different atoms; and
-how often putting the shell with the larger largest exponent as A gives the smaller spread.
+pair as sampled and swapped, for sampled quartets whose pair shells sit on different atoms; and
+how often putting the shell with the larger largest exponent first gives the smaller spread.
+The reference evaluator runs each quartet as given (no reorientation).
 
-    python orientation.py BASIS SAMPLES_PER_CLASS
+    python orientation.py BASIS SAMPLES_PER_CLASS [bra|ket]
 """
 
 import sys
@@ -18,9 +19,16 @@ from fusionrcg.variants import get_variant
 from fusionrcg.verify import Tolerance, sample_quartets
 from qcbench.molecules import load
 
-CLASSES = [(1, 1, 0, 0), (2, 2, 0, 0), (3, 3, 0, 0), (4, 4, 0, 0), (2, 2, 1, 0), (3, 3, 1, 0),
-           (2, 2, 1, 1), (3, 3, 1, 1)]  # fmt: skip
+PAIRS = {
+    "bra": ((0, 1), [(1, 1, 0, 0), (2, 2, 0, 0), (3, 3, 0, 0), (4, 4, 0, 0), (2, 2, 1, 0),
+                     (3, 3, 1, 0), (2, 2, 1, 1), (3, 3, 1, 1)]),
+    "ket": ((2, 3), [(1, 1, 1, 1), (2, 1, 1, 1), (2, 2, 1, 1), (3, 1, 1, 1), (3, 3, 1, 1),
+                     (2, 2, 2, 2), (3, 2, 2, 2), (4, 1, 2, 2)]),
+}  # fmt: skip
 basis, samples = sys.argv[1], int(sys.argv[2])
+(first, second), CLASSES = PAIRS[sys.argv[3] if len(sys.argv) > 3 else "bra"]
+swap = list(range(4))
+swap[first], swap[second] = second, first
 tol = Tolerance()
 mol = load("water_clusters/002", basis)
 plain = evaluator.execute
@@ -50,15 +58,16 @@ for ls in CLASSES:
     plan = plan_class(QuartetClass(*ls), get_variant("full"), True)
     for q in sample_quartets(mol, QuartetClass(*ls), samples, np.random.default_rng(5)):
         s = shell_quartet(mol, q)
-        if np.allclose(s[0].center, s[1].center):
+        if np.allclose(s[first].center, s[second].center):
             continue
         as_is = spread(plan, s, (0, 1, 2, 3))
-        swapped = spread(plan, (s[1], s[0], s[2], s[3]), (1, 0, 2, 3))
-        tight_first = s[0].exponents.max() >= s[1].exponents.max()
+        swapped = spread(plan, tuple(s[i] for i in swap), swap)
+        tight_first = s[first].exponents.max() >= s[second].exponents.max()
         rule, other = (as_is, swapped) if tight_first else (swapped, as_is)
         judged += 1
         rule_better += rule <= other
-        print(f"{ls} {q}: A max exponent {s[0].exponents.max():.3g} ({s[0].nprim}),",
-              f"B {s[1].exponents.max():.3g} ({s[1].nprim}): as is {as_is:.3g},",
-              f"swapped {swapped:.3g}; tighter as A {rule:.3g}", flush=True)  # fmt: skip
-print(f"{basis}: tighter shell as A gives the smaller spread on {rule_better} of {judged}")
+        a, b = s[first], s[second]
+        print(f"{ls} {q}: first max exponent {a.exponents.max():.3g} ({a.nprim}),",
+              f"second {b.exponents.max():.3g} ({b.nprim}): as is {as_is:.3g},",
+              f"swapped {swapped:.3g}; tighter first {rule:.3g}", flush=True)  # fmt: skip
+print(f"{basis}: tighter shell first gives the smaller spread on {rule_better} of {judged}")
