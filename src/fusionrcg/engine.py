@@ -51,9 +51,9 @@ def oriented_permutation(ls: Sequence[int], tightest: Sequence[float]) -> tuple[
     """The canonical permutation, with each equal-l pair ordered so that the shell whose
     largest exponent (``tightest``, per position) is larger comes first: the HRR then builds
     on the tighter centre. On 152 sampled ANO-RCC and cc-pVQZ pairs (bra and ket) this cut
-    the rounding spread in 128 (median 1.2x-3.9x by basis and pair), and its worst spread was
-    0.1 of the 1e-12 tolerance against 0.35 the other way round, which keeps deeply
-    cancelling general-contraction elements inside it."""
+    the rounding spread in 128 (median 1.2x-3.9x by basis and pair); its worst spread was 0.1
+    of the 1e-12 tolerance against 0.35 the other way round. It brought a deeply cancelling
+    (3,3|0,0) ANO-RCC element from 1.08e-12 off to 5e-14."""
     perm = list(canonical_permutation(ls))
     for first in (0, 2):
         a, b = perm[first], perm[first + 1]
