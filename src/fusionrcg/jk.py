@@ -8,12 +8,10 @@ the SCF integration (screening, batching, multi-GPU) will refine.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 
 from .angmom import QuartetClass
-from .engine import _check_backend, oriented_permutation
+from .engine import _check_backend, oriented_permutations
 from .runtime.basis import SegmentedBasis, segment_basis
 from .shells import check_mole
 from .variants import get_variant
@@ -54,19 +52,15 @@ def get_jk(mol, dm, backend: str = "cpu", variant="full") -> tuple[np.ndarray, n
     run = executor(backend)
     quartets, weight = unique_segment_quartets(basis)
     tightest = np.maximum.reduceat(basis.exponents, basis.prim[:, 0])
-    groups: dict[tuple[int, ...], list[tuple[int, ...]]] = defaultdict(list)
-    rows: dict[tuple[int, ...], list[int]] = defaultdict(list)
-    for n, q in enumerate(quartets):
-        perm = oriented_permutation(basis.l[q], tightest[q])
-        canon = tuple(int(q[k]) for k in perm)
-        ls = tuple(int(basis.l[s]) for s in canon)
-        groups[ls].append(canon)
-        rows[ls].append(n)
+    perms = oriented_permutations(basis.l[quartets], tightest[quartets])
+    canon = np.take_along_axis(quartets, perms, axis=1)
+    classes, inverse = np.unique(basis.l[canon], axis=0, return_inverse=True)
     vj = np.zeros((basis.nao, basis.nao))
     vk = np.zeros_like(vj)
-    for ls, members in groups.items():
-        canon = np.array(members, dtype=np.int32)
-        hj, hk = run.jk(QuartetClass(*ls), v, not mol.cart, canon, weight[rows[ls]], basis, dm)
+    for k, ls in enumerate(classes):
+        rows = np.flatnonzero(inverse.ravel() == k)
+        cls = QuartetClass(*(int(l) for l in ls))
+        hj, hk = run.jk(cls, v, not mol.cart, canon[rows], weight[rows], basis, dm)
         vj += hj
         vk += hk
     return vj + vj.T, vk + vk.T
