@@ -60,6 +60,22 @@ def test_small_classes_read_the_next_ket_row_ahead():
         assert "jnext" not in lower(large, target, "store").source
 
 
+def test_statements_sum_their_terms_in_arrival_order():
+    from fusionrcg.graph.ir import Term
+    from fusionrcg.lowering.kernel import _expr
+
+    name = lambda v: f"v{v}"  # noqa: E731
+    ready = {1: 0, 3: 4, 5: 10, 7: 12}.get
+    terms = (Term(1.0, "PAz", 5), Term(1.0, "WPz", 3), Term(2.0, "oo2z", 1))
+    # the newest operand enters last; a chain starts with a product when every term has one
+    assert _expr(terms, name, ready) == "FMA(PAz, v5, FMA(WPz, v3, MUL(2.0 * oo2z, v1)))"
+    assert _expr(terms, name) == "FMA(2.0 * oo2z, v1, FMA(WPz, v3, MUL(PAz, v5)))"
+    # a term without a factor starts the chain however late it comes: one FMA, no MUL
+    assert _expr((Term(1.0, "ABx", 3), Term(1.0, None, 7)), name, ready) == "FMA(ABx, v3, v7)"
+    assert _expr((Term(1.0, None, 1), Term(1.0, None, 7)), name, ready) == "ADD(v1, v7)"
+    assert _expr((Term(-1.0, None, 5),), name, ready) == "MUL(-1.0, v5)"
+
+
 def test_tier2_layout_is_consistent():
     plan = plan_class(QuartetClass(2, 2, 2, 2), "tier2-only")
     assert plan.tier is Tier.BUFFERED
@@ -141,29 +157,68 @@ def test_slot_reads_are_plain_unless_ordered_and_writes_stay_in_place():
     assert "frcg_slots" not in no_slots and "SET_SACC(" not in no_slots
 
 
+def _record_forms(monkeypatch, library) -> list[dict]:
+    """The keyword arguments of every ``lower`` call the library makes."""
+    forms = []
+
+    def recording_lower(*args, **form):
+        forms.append(form)
+        return lower(*args, **form)
+
+    monkeypatch.setattr(library, "lower", recording_lower)
+    return forms
+
+
 def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, monkeypatch):
     from fusionrcg.build import library
     from fusionrcg.build.compiler import PtxasReport
 
-    forms = []
+    forms = _record_forms(monkeypatch, library)
 
-    def spilling_but_in_the_last_form(source, cubin, arch, what, timeout=None, ptxas_level=3):
-        text = source.read_text()
-        forms.append(("__launch_bounds__" in text, "volatile double" in text))
+    compiles = []
+
+    def spilling_but_in_full_budget_ordered_graph(source, cubin, arch, what, timeout=None,
+                                                  ptxas_level=3):  # fmt: skip
+        compiles.append(forms[-1])
         cubin.write_bytes(b"cubin")
-        spill = 0 if forms[-1] == (False, True) else 64
+        spill = 0 if forms[-1] == library.SPILL_FALLBACKS[-1] else 64
         return PtxasReport(255, spill, spill, spill, 1, 0.1)
 
-    monkeypatch.setattr(library, "nvcc_cubin", spilling_but_in_the_last_form)
+    monkeypatch.setattr(library, "nvcc_cubin", spilling_but_in_full_budget_ordered_graph)
     cls = QuartetClass(1, 1, 1, 1)
     k = library.get_kernel(cls, "full", directory=tmp_path)
-    # held early, held in order, full budget early, full budget in order
-    assert forms == [(True, False), (True, True), (False, False), (False, True)]
+    # held before the full budget, early slot reads before ordered ones, each in arrival
+    # order, then in graph order
+    keys = [(f["register_target"], f["ordered_slot_reads"], f["arrival_order"]) for f in forms]
+    assert keys == [(h, o, a) for h in (True, False) for o in (False, True) for a in (True, False)]
     assert not k.report.spills
     assert k.n_slots == plan_class(cls).tier1_fallback.n_slots
-    forms.clear()
+    compiles.clear()
     library.get_kernel(QuartetClass(1, 0, 0, 0), "full", directory=tmp_path)
-    assert forms == [(False, False)]  # no slots, no register target: one form, compiled once
+    # no slots, no register target, one order for its few terms: one source, compiled once
+    assert len(compiles) == 1
+
+
+def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
+    from fusionrcg.build.library import denser_forms
+    from fusionrcg.orchestration.plan import DEFAULT_MODEL
+    from fusionrcg.orchestration.tier import SM_SUBPARTITIONS
+
+    for ls in ((2, 2, 1, 1), (3, 1, 1, 1), (2, 2, 2, 0)):
+        plan = plan_class(QuartetClass(*ls))
+        forms = denser_forms(plan)
+        assert len(forms) == 4 * len(plan.tier1_denser)
+        warps = [DEFAULT_MODEL.warps_per_sm(None, plan.tier1_denser[f["denser"]].n_slots)
+                 for f in forms]  # fmt: skip
+        keys = [(f["ordered_slot_reads"], -min(w, SM_SUBPARTITIONS), not f["arrival_order"], -w)
+                for f, w in zip(forms, warps)]  # fmt: skip
+        assert keys == sorted(keys)
+    # (2,2|1,1): four warps in graph order before three in arrival order
+    plan = plan_class(QuartetClass(2, 2, 1, 1))
+    first = [(plan.tier1_denser[f["denser"]].n_slots, f["arrival_order"])
+             for f in denser_forms(plan)[:3]]  # fmt: skip
+    assert DEFAULT_MODEL.warps_per_sm(None, first[0][0]) == SM_SUBPARTITIONS
+    assert first[:2] == [(first[0][0], True), (first[0][0], False)]
 
 
 def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, monkeypatch):
@@ -240,15 +295,14 @@ def test_nvcc_ptxas_level_timeout_and_bad_level(tmp_path):
 
 
 def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):
+    from fusionrcg.build.library import get_kernel
+
     for cls, variant in ((QuartetClass(2, 0, 1, 1), "full"), (QuartetClass(2, 2, 1, 0), "full"),
                          (QuartetClass(2, 2, 1, 0), "tier2-only")):  # fmt: skip
-        k = lower(plan_class(cls, variant), "cuda", "store")
-        src = tmp_path / f"{k.name}.cu"
-        src.write_text(k.source)
-        report = nvcc_cubin(src, tmp_path / f"{k.name}.cubin", "sm_90", str(cls))
-        assert (tmp_path / f"{k.name}.cubin").stat().st_size > 0
+        k = get_kernel(cls, variant, directory=tmp_path)
+        assert k.binary.stat().st_size > 0
         if k.tier is Tier.REGISTER:
-            assert report.spill_store_bytes == 0
+            assert k.report.spill_store_bytes == 0
 
 
 def test_compile_errors_name_the_cause(tmp_path):

@@ -157,3 +157,53 @@ def test_flops_account_for_every_vertex():
     assert plan.flops.accumulate_per_primitive == 3
     assert plan.flops.hrr_per_contracted == 0
     assert plan.flops.per_contracted_quartet(4) == 4 * 12
+
+
+def test_ket_outer_demand_is_the_outputs_with_the_ket_slowest():
+    from fusionrcg.orchestration.plan import ket_outer_demand
+
+    plan = plan_class(QuartetClass(2, 1, 1, 1))
+    g = plan.graph
+    demand = ket_outer_demand(g)
+    assert sorted(demand) == sorted(g.hrr.outputs)
+    na, nb, nc, nd = g.output_shape
+    assert demand[: na * nb] == [g.hrr.outputs[(a * nb + b) * nc * nd]
+                                 for a in range(na) for b in range(nb)]  # fmt: skip
+
+
+def test_tier1_phase2_takes_the_nesting_with_fewer_slot_accesses():
+    from fusionrcg.orchestration.placement import place_tier1
+    from fusionrcg.orchestration.plan import DEFAULT_MODEL, ket_outer_demand, order_phase
+    from fusionrcg.orchestration.schedule import OrderKind
+
+    for ls, ket_wins in (((2, 2, 1, 1), True), ((2, 1, 2, 1), False)):
+        plan = plan_class(QuartetClass(*ls))
+        g = plan.graph
+        split = DEFAULT_MODEL.tier1_budgets(plan.cls.total, plan.peak_live_vrr, plan.n_accumulators)
+        ket_order = tuple(order_phase(g.hrr, OrderKind.DSA, ket_outer_demand(g))[0])
+        check_order(g.hrr, list(ket_order))
+        bra = place_tier1(g.hrr, plan.hrr_order, plan.n_accumulators, *split)
+        ket = place_tier1(g.hrr, ket_order, plan.n_accumulators, *split)
+        assert (ket.phase2_slot_accesses < bra.phase2_slot_accesses) is ket_wins
+        best = min(bra.phase2_slot_accesses, ket.phase2_slot_accesses)
+        assert plan.tier1_placement.phase2_slot_accesses == best
+    # the no-DSA ablation keeps its own order
+    plan = plan_class(QuartetClass(2, 2, 1, 1), "no-dsa")
+    assert [s.vertex for s in plan.tier1_placement.steps] == list(plan.hrr_order)
+
+
+def test_phase2_slot_accesses_count_slot_reads_and_moves():
+    from fusionrcg.orchestration.placement import place_tier1
+
+    plan = plan_class(QuartetClass(2, 1, 1, 0))
+    g = plan.graph
+    everything = place_tier1(g.hrr, plan.hrr_order, plan.n_accumulators, plan.n_accumulators, 10**4)
+    assert everything.phase2_slot_accesses == 0
+    p = place_tier1(g.hrr, plan.hrr_order, plan.n_accumulators, 0, 4)
+    slot = dict(p.accumulator_slot)
+    count = 0
+    for step in p.steps:
+        count += sum(1 for t in g.hrr.nodes[step.vertex].terms if t.src in slot)
+        count += len(step.to_slot)
+        slot.update(step.to_slot)
+    assert p.phase2_slot_accesses == count > 0

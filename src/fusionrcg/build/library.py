@@ -25,7 +25,8 @@ from ..angmom import QuartetClass
 from ..lowering.kernel import KernelSource, lower
 from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
-from ..orchestration.plan import ClassPlan, Flops, plan_class
+from ..orchestration.plan import DEFAULT_MODEL, ClassPlan, Flops, plan_class
+from ..orchestration.tier import SM_SUBPARTITIONS
 from ..variants import Tier, Variant, get_variant
 from .compiler import (
     CXX_FLAGS,
@@ -204,9 +205,10 @@ def _compile(
 # target, then the full budget; slots read early, then in order (early reads cost registers).
 # Forms that do not apply to a kernel give the same source and are not compiled again.
 SPILL_FALLBACKS = tuple(
-    {"register_target": held, "ordered_slot_reads": ordered}
+    {"register_target": held, "ordered_slot_reads": ordered, "arrival_order": arrival}
     for held in (True, False)
     for ordered in (False, True)
+    for arrival in (True, False)
 )
 
 
@@ -219,6 +221,20 @@ class _Built(NamedTuple):
     @property
     def spills(self) -> bool:
         return self.report is not None and bool(self.report.spills)
+
+
+def denser_forms(plan: ClassPlan) -> list[dict]:
+    """The forms of ``plan``'s denser placements in the order the library tries them (see
+    ``_compile_without_spills``), as keyword arguments of ``lower``."""
+    ranked = []
+    for i, placement in enumerate(plan.tier1_denser):
+        warps = DEFAULT_MODEL.warps_per_sm(None, placement.n_slots)
+        for ordered in (False, True):
+            for arrival in (True, False):
+                key = (ordered, -min(warps, SM_SUBPARTITIONS), not arrival, -warps, i)
+                ranked.append((key, {"denser": i, "ordered_slot_reads": ordered,
+                                     "arrival_order": arrival}))  # fmt: skip
+    return [form for _, form in sorted(ranked, key=lambda r: r[0])]
 
 
 def _compile_without_spills(
@@ -234,10 +250,15 @@ def _compile_without_spills(
     fallback_level: int | None,
 ) -> _Built:
     """The first of ``SPILL_FALLBACKS`` that compiles without spills (the last otherwise);
-    then, for a store kernel that compiled without spills, the first of the plan's denser
-    placements that does too with its slots read early, or else read in order (early reads
-    first: in the sweep (3,1|1,1) ran faster with them at four warps per SM than with ordered
-    reads at five, reports/gpu/eri/slot_reads)."""
+    then, for a store kernel that compiled without spills, the first form that does too of
+    the plan's denser placements, each with its operands in arrival order or in graph order
+    (``lower``): slots read early first (in the sweep (3,1|1,1) ran faster with them at four
+    warps per SM than with ordered reads at five, reports/gpu/eri/slot_reads); then the forms
+    that leave fewer of the SM's sub-partitions without a warp; then arrival order; then more
+    warps. On the H200 a warp for an idle sub-partition was worth more than the order, a fifth
+    warp less: (2,2|1,1) ran at 31.7% of the FP64 peak with four warps in graph order against
+    28.7% with three in arrival order, (3,1|1,1) at 31.7% with four in arrival order against
+    29.8% with five in graph order (reports/gpu/eri/arrival_order)."""
     tried = set()
 
     def attempt(**form) -> _Built | None:
@@ -254,11 +275,10 @@ def _compile_without_spills(
         built = attempt(**form) or built
     if built.spills or epi is not Epilogue.STORE:
         return built
-    for ordered in (False, True):
-        for i in range(len(plan.tier1_denser)):
-            denser = attempt(denser=i, ordered_slot_reads=ordered)
-            if denser is not None and not denser.spills:
-                return denser
+    for form in denser_forms(plan):
+        denser = attempt(**form)
+        if denser is not None and not denser.spills:
+            return denser
     return built
 
 

@@ -60,6 +60,11 @@ class Target:
     atomic_add: str  # ATOMIC(x, v)
     slot_index: str  # SACC(s): Tier 1 slot s of this thread (see ``placement``)
     rsqrt: str  # RSQRT(x): 1 / sqrt(x)
+    # MUL(a, x), FMA(a, x, s) = a * x + s and ADD(s, x), each rounded as written: a statement
+    # is one chain of them in the order the lowering chose, which the compiler keeps
+    mul: str
+    fma: str
+    add: str
 
     def launch_bounds(self, registers: int) -> str:
         """Qualifier holding a Tier 1 kernel to ``registers`` per thread: blocks of
@@ -142,6 +147,9 @@ class Target:
                 f"#define ATOMIC(x, v) {self.atomic_add}",
                 f"#define SACC(s) frcg_lane[{self.slot_index}]",
                 f"#define RSQRT(x) {self.rsqrt}",
+                f"#define MUL(a, x) {self.mul}",
+                f"#define FMA(a, x, s) {self.fma}",
+                f"#define ADD(s, x) {self.add}",
                 "#define DM(i, j) dm[(size_t)(i) * nao + (j)]",
             ]
         )
@@ -162,6 +170,9 @@ CUDA = Target(
     # a compile-time lane stride: slot addresses are immediate offsets from one register
     slot_index=f"(s) * {TIER1_THREADS}",
     rsqrt="rsqrt(x)",
+    mul="__dmul_rn((a), (x))",
+    fma="__fma_rn((a), (x), (s))",
+    add="__dadd_rn((s), (x))",
 )
 
 CPP = Target(
@@ -177,6 +188,10 @@ CPP = Target(
     atomic_add="((x) += (v))",
     slot_index="s",
     rsqrt="(1.0 / sqrt(x))",
+    # a product and a sum rounded apart, as the host compiler does without FMA instructions
+    mul="((a) * (x))",
+    fma="((a) * (x) + (s))",
+    add="((s) + (x))",
 )
 
 TARGETS = {t.name: t for t in (CUDA, CPP)}

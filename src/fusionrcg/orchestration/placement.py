@@ -33,6 +33,8 @@ class Tier1Placement:
     steps: tuple[Phase2Step, ...]
     n_slots: int
     """Shared-memory slots per thread (0: everything in registers)."""
+    phase2_slot_accesses: int = 0
+    """Phase 2's shared-memory reads and writes: reads of values in slots and moves to them."""
 
     def register_accumulators(self) -> list[int]:
         return [k for k in range(self.n_accumulators) if k not in self.accumulator_slot]
@@ -74,7 +76,9 @@ def place_tier1(
 
     in_registers = {k for k in range(n_acc) if k not in slot and k in reads}
     steps = []
+    accesses = 0
     for v in hrr_order:
+        accesses += sum(1 for t in hrr.nodes[v].terms if t.src in slot)
         for src in {t.src for t in hrr.nodes[v].terms}:
             cursor[src] += 1
             if next_read(src) == NEVER:  # dead: its register or slot is free again
@@ -93,5 +97,6 @@ def place_tier1(
             slot[x] = s
             in_registers.discard(x)
             moved.append((x, s))
+        accesses += len(moved)
         steps.append(Phase2Step(v, tuple(moved)))
-    return Tier1Placement(n_acc, accumulator_slot, tuple(steps), n_slots)
+    return Tier1Placement(n_acc, accumulator_slot, tuple(steps), n_slots, accesses)

@@ -29,6 +29,7 @@ UNLIMITED = 1 << 30
 WARP = 32
 SM_REGISTERS = 65_536
 SM_SHARED_BYTES = 228 * 1024
+SM_SUBPARTITIONS = 4  # warp schedulers of an SM: each issues from its own warps only
 BLOCK_RESERVED_SHARED_BYTES = 1024  # the runtime's share of every resident block (sm_90)
 
 
