@@ -136,7 +136,7 @@ def test_tier1_register_target_for_occupancy():
 
 def test_denser_placements_hold_at_least_the_warps_most_first():
     model = RegisterModel()
-    plan = plan_class(QuartetClass(2, 2, 2, 0))  # 188 slots at the model's budgets: 4 warps
+    plan = plan_class(QuartetClass(3, 1, 1, 1))  # 205 slots at the model's budgets: 4 warps
     assert model.warps_per_sm(None, plan.tier1_placement.n_slots) == 4
     warps = [model.warps_per_sm(None, p.n_slots) for p in plan.tier1_denser]
     assert warps[0] > 4 and min(warps) >= 4 and warps == sorted(warps, reverse=True)
