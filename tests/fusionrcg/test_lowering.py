@@ -199,6 +199,24 @@ def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, 
     assert len(compiles) == 1
 
 
+def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_path, monkeypatch):
+    from fusionrcg.build import library
+    from fusionrcg.build.compiler import PtxasReport
+
+    forms = _record_forms(monkeypatch, library)
+    spills = []
+
+    def always_spilling(source, cubin, arch, what, timeout=None, ptxas_level=3):
+        cubin.write_bytes(b"cubin")
+        spills.append(96 if forms[-1]["arrival_order"] else 32)
+        return PtxasReport(255, spills[-1], spills[-1], 0, 1, 0.1)
+
+    monkeypatch.setattr(library, "nvcc_cubin", always_spilling)
+    k = library.get_kernel(QuartetClass(2, 2, 2, 1), "full", directory=tmp_path)  # total 7
+    assert spills == [96, 32]  # its two distinct sources: arrival order, then graph order
+    assert k.report.spill_store_bytes == 32
+
+
 def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
     from fusionrcg.build.library import denser_forms
     from fusionrcg.orchestration.plan import DEFAULT_MODEL

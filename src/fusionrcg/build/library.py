@@ -223,6 +223,10 @@ class _Built(NamedTuple):
         return self.report is not None and bool(self.report.spills)
 
 
+def _spill_bytes(built: _Built) -> int:
+    return built.report.spill_store_bytes + built.report.spill_load_bytes
+
+
 def denser_forms(plan: ClassPlan) -> list[dict]:
     """The forms of ``plan``'s denser placements in the order the library tries them (see
     ``_compile_without_spills``), as keyword arguments of ``lower``."""
@@ -249,7 +253,8 @@ def _compile_without_spills(
     timeout: float | None,
     fallback_level: int | None,
 ) -> _Built:
-    """The first of ``SPILL_FALLBACKS`` that compiles without spills (the last otherwise);
+    """The first of ``SPILL_FALLBACKS`` that compiles without spills (otherwise the first of
+    those with the fewest spill bytes: Tier 1 above ``spill_free_max_total`` always spills);
     then, for a store kernel that compiled without spills, the first form that does too of
     the plan's denser placements, each with its operands in arrival order or in graph order
     (``lower``): slots read early first (in the sweep (3,1|1,1) ran faster with them at four
@@ -272,7 +277,9 @@ def _compile_without_spills(
     for form in SPILL_FALLBACKS[1:]:
         if not built.spills:
             break
-        built = attempt(**form) or built
+        other = attempt(**form)
+        if other is not None and _spill_bytes(other) < _spill_bytes(built):
+            built = other
     if built.spills or epi is not Epilogue.STORE:
         return built
     for form in denser_forms(plan):
