@@ -217,6 +217,24 @@ def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_p
     assert k.report.spill_store_bytes == 32
 
 
+def test_library_builds_tier2_once_in_arrival_order_though_it_spills(tmp_path, monkeypatch):
+    from fusionrcg.build import library
+    from fusionrcg.build.compiler import PtxasReport
+
+    forms = _record_forms(monkeypatch, library)
+    compiles = []
+
+    def spilling(source, cubin, arch, what, timeout=None, ptxas_level=3):
+        compiles.append(forms[-1])
+        cubin.write_bytes(b"cubin")
+        return PtxasReport(255, 64, 64, 64, 1, 0.1)
+
+    monkeypatch.setattr(library, "nvcc_cubin", spilling)
+    k = library.get_kernel(QuartetClass(2, 1, 1, 0), "tier2-only", directory=tmp_path)
+    assert k.tier is Tier.BUFFERED and k.report.spills
+    assert compiles == [library.SPILL_FALLBACKS[0]] and compiles[0]["arrival_order"]
+
+
 def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
     from fusionrcg.build.library import denser_forms
     from fusionrcg.orchestration.plan import DEFAULT_MODEL

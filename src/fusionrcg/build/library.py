@@ -253,8 +253,9 @@ def _compile_without_spills(
     timeout: float | None,
     fallback_level: int | None,
 ) -> _Built:
-    """The first of ``SPILL_FALLBACKS`` that compiles without spills (otherwise the first of
-    those with the fewest spill bytes: Tier 1 above ``spill_free_max_total`` always spills);
+    """Tier 2: the first of ``SPILL_FALLBACKS``. Tier 1: the first of them that compiles
+    without spills (otherwise the first of those with the fewest spill bytes: Tier 1 above
+    ``spill_free_max_total`` always spills);
     then, for a store kernel that compiled without spills, the first form that does too of
     the plan's denser placements, each with its operands in arrival order or in graph order
     (``lower``): slots read early first (in the sweep (3,1|1,1) ran faster with them at four
@@ -274,6 +275,11 @@ def _compile_without_spills(
         return _Built(kernel, *_compile(kernel, root, target, arch, what, timeout, fallback_level))
 
     built = attempt(**SPILL_FALLBACKS[0])
+    if plan.tier is Tier.BUFFERED:
+        # Tier 2's segment functions run at the register ceiling and spill in every form
+        # (they differ by under 1%): one build, not one per form, which doubled the compile
+        # time of the largest classes
+        return built
     for form in SPILL_FALLBACKS[1:]:
         if not built.spills:
             break
