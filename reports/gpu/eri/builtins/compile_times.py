@@ -15,8 +15,10 @@ for log in ("build_10.jsonl", "build_11_16.jsonl"):
         r = json.loads(line)
         if "kernel" in r:
             now[(r["class"], r["spherical"])] = r
-lines = ["| class | output | before: forms | before: seconds | now: seconds | before / now |",
-         "|---|---|---|---|---|---|"]
+lines = [
+    "| class | output | before: forms | before: seconds | now: seconds | before / now |",
+    "|---|---|---|---|---|---|",
+]
 ratios = []
 for key in sorted(previous, key=lambda k: (sum(map(int, k[0])), k)):
     forms = previous[key]
@@ -26,11 +28,15 @@ for key in sorted(previous, key=lambda k: (sum(map(int, k[0])), k)):
     after = now[key]["compile_seconds"]
     ratios.append(before / after)
     tag, sph = key
-    lines.append(f"| ({tag[0]},{tag[1]}|{tag[2]},{tag[3]}) | {'spherical' if sph else 'Cartesian'} "
-                 f"| {len(forms)} | {before:.0f} | {after:.0f} | {before / after:.2f} |")
+    lines.append(
+        f"| ({tag[0]},{tag[1]}|{tag[2]},{tag[3]}) | {'spherical' if sph else 'Cartesian'} "
+        f"| {len(forms)} | {before:.0f} | {after:.0f} | {before / after:.2f} |"
+    )
 ratios.sort()
 lines.append("")
-lines.append(f"{len(ratios)} kernels: before / now {ratios[0]:.2f}-{ratios[-1]:.2f}, "
-             f"median {ratios[len(ratios) // 2]:.2f}.")
+lines.append(
+    f"{len(ratios)} kernels: before / now {ratios[0]:.2f}-{ratios[-1]:.2f}, "
+    f"median {ratios[len(ratios) // 2]:.2f}."
+)
 (here / "compile_times.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines[-1:]))
