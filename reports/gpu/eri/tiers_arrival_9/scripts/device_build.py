@@ -4,8 +4,8 @@ verification set lacks (J/K of every class of cc-pVDZ, three forced Tier 1 store
 
 import json
 import sys
-from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from fusionrcg.angmom import canonical_classes
 from fusionrcg.campaign import _build_one, _kernel_jobs
