@@ -7,6 +7,7 @@ CUDA and C++ later) are separate stages. ``shell_quartet_eri`` is the entry poin
 
 from .angmom import LMAX, ClassError, QuartetClass, canonical_classes
 from .engine import BackendError, eri_quartets, shell_quartet_eri
+from .jk import JK, apply
 from .orchestration.plan import ClassPlan, plan_class
 from .shells import ShellError
 from .variants import VARIANTS, Tier, Variant, VariantError, get_variant
@@ -17,11 +18,13 @@ __all__ = [
     "BackendError",
     "ClassError",
     "ClassPlan",
+    "JK",
     "QuartetClass",
     "ShellError",
     "Tier",
     "Variant",
     "VariantError",
+    "apply",
     "canonical_classes",
     "eri_quartets",
     "get_variant",

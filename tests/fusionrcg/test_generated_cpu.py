@@ -8,11 +8,9 @@ import shutil
 
 import numpy as np
 import pytest
-from pyscf import scf
 
 import fusionrcg
 from fusionrcg import QuartetClass, canonical_classes
-from fusionrcg.jk import get_jk, unique_segment_quartets
 from fusionrcg.runtime.basis import segment_basis
 from fusionrcg.runtime.pairs import primitive_pairs
 from fusionrcg.verify import (
@@ -29,6 +27,19 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++
 
 
 @pytest.fixture(scope="module", autouse=True)
+
+def unique_segment_quartets(basis):
+    """All symmetry-unique segment quartets (i >= j, k >= l, (ij) >= (kl)) and their weights
+    1 / ((1 + d_ij)(1 + d_kl)(1 + d_ij,kl)), unscreened: the launch machinery's test input."""
+    n = basis.l.size
+    i, j = np.tril_indices(n)
+    pair = np.arange(i.size)
+    p, r = np.tril_indices(pair.size)
+    quartets = np.stack([i[p], j[p], i[r], j[r]], axis=1).astype(np.int32)
+    a, b, c, d = quartets.T
+    weight = 1.0 / ((1 + (a == b)) * (1 + (c == d)) * (1 + (p == r)))
+    return quartets, weight
+
 def kernel_dir(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path_factory.mktemp("kernels")))
@@ -229,35 +240,6 @@ def fusionrcg_mol():
     from qcbench.molecules import load
 
     return load("water_clusters/002", "sto-3g")
-
-
-@pytest.mark.parametrize("basis", ["cc-pvdz", "ano"])
-def test_jk_matches_pyscf(get_molecule, basis):
-    """Tier 1 classes use the atomic J/K epilogue, Tier 2 ones Kernel 2."""
-    mol = get_molecule("water_clusters/002", basis)
-    if basis == "ano":  # keep the test short: the s, p, d shells only
-        from pyscf import gto
-
-        mol = gto.M(atom=mol.atom, unit="Angstrom", basis={"O": "ano@3s2p1d", "H": "ano@2s1p"})
-    mf = scf.RHF(mol)
-    mf.max_cycle = 2
-    mf.kernel()
-    dm = mf.make_rdm1()
-    vj, vk = get_jk(mol, dm, backend="cpu")
-    rj, rk = scf.hf.get_jk(mol, dm)
-    assert np.abs(vj - rj).max() < 1e-11
-    assert np.abs(vk - rk).max() < 1e-11
-
-
-def test_jk_rejects_bad_density(get_molecule):
-    mol = get_molecule("water_clusters/002", "sto-3g")
-    with pytest.raises(ValueError, match="shape"):
-        get_jk(mol, np.eye(3))
-    bad = np.arange(49.0).reshape(7, 7)
-    with pytest.raises(ValueError, match="symmetric"):
-        get_jk(mol, bad)
-    with pytest.raises(ValueError, match="generated kernels"):
-        get_jk(mol, np.eye(7), backend="reference")
 
 
 def test_high_class_sample(get_molecule):

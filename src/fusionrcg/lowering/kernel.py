@@ -51,7 +51,8 @@ KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restri
     const int* __restrict__ p2_dst, const int* __restrict__ p2_start,
     const int* __restrict__ p2_src, const double* __restrict__ p2_coef,
     const int* __restrict__ p2_code, const int p2_len, const int nao,
-    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk,
+    const int n_dm"""
 
 PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 
@@ -234,18 +235,35 @@ def _vrr_statement(dag: Dag, v: int, name, boys_leaf, ready) -> str:
 
 
 def _jk_macro() -> str:
-    """Half J and K updates of one integral (8-fold symmetry through the quartet's scale)."""
+    """Half J and K updates of one integral (8-fold symmetry through the quartet's scale) for
+    each of the ``n_dm`` densities stacked in ``dm`` (nao x nao each, likewise ``vj`` and
+    ``vk``); a null ``vj`` or ``vk`` leaves that matrix out (a branch uniform over the launch)."""
     a, b, c, d = "oa + (i)", "ob + (j)", "oc + (k)", "od + (l)"
-    updates = [
+    coulomb = [
         ("vj", a, b, f"DM({c}, {d}) + DM({d}, {c})"),
         ("vj", c, d, f"DM({a}, {b}) + DM({b}, {a})"),
+    ]
+    exchange = [
         ("vk", a, c, f"DM({b}, {d})"),
         ("vk", b, c, f"DM({a}, {d})"),
         ("vk", a, d, f"DM({b}, {c})"),
         ("vk", b, d, f"DM({a}, {c})"),
     ]
-    body = [f"ATOMIC({m}[(size_t)({r}) * nao + {s}], sv_ * ({x}));" for m, r, s, x in updates]
-    lines = ["#define FRCG_JK(i, j, k, l, val) do {", "const double sv_ = sq * (val);", *body]
+
+    def updates(matrix: str, rows) -> list[str]:
+        body = [f"ATOMIC({m}_[(size_t)({r}) * nao + {s}], sv_ * ({x}));" for m, r, s, x in rows]
+        return [f"if ({matrix}) {{", f"double* const {matrix}_ = {matrix} + o_;", *body, "}"]
+
+    lines = [
+        "#define FRCG_JK(i, j, k, l, val) do {",
+        "const double sv_ = sq * (val);",
+        "for (int m_ = 0; m_ < n_dm; ++m_) {",
+        "const size_t o_ = (size_t)m_ * nao * nao;",
+        "const double* const dm_ = dm + o_;",
+        *updates("vj", coulomb),
+        *updates("vk", exchange),
+        "}",
+    ]
     return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
@@ -324,7 +342,8 @@ def _tier1_body(
 JK_KERNEL_ARGS = """const int n, const int* __restrict__ quartets,
     const double* __restrict__ qscale, const int* __restrict__ seg_ao,
     const double* __restrict__ ints, const int nao,
-    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk"""
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk,
+    const int n_dm"""
 
 
 def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:

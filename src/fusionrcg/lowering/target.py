@@ -150,7 +150,7 @@ class Target:
                 f"#define MUL(a, x) {self.mul}",
                 f"#define FMA(a, x, s) {self.fma}",
                 f"#define ADD(s, x) {self.add}",
-                "#define DM(i, j) dm[(size_t)(i) * nao + (j)]",
+                "#define DM(i, j) dm_[(size_t)(i) * nao + (j)]",
             ]
         )
 

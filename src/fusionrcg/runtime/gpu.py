@@ -29,6 +29,7 @@ from ..lowering.target import (
 )
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
+from .items import ItemBatch
 from .launch import DeviceError, _program, _quartet_batches
 from .pairs import primitive_pairs
 
@@ -58,11 +59,16 @@ OUTPUT_INDEX = f"#define FRCG_OUT(k, q, nout) ({tiled_output_index('k', 'q', 'no
 JK_TRANSFORM = (
     OUTPUT_INDEX
     + r"""
+// Half J and K of each quartet's stored integrals for the n_dm densities stacked in dm (nao x nao
+// each, likewise vj and vk); a null vj or vk leaves that matrix out.
+#define D(i, j) dmm[(size_t)(i) * nao + (j)]
+
 extern "C" __global__ void frcg_jk_transform(
     const int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
     const int* __restrict__ seg_ao, const double* __restrict__ ints,
     const int na, const int nb, const int nc, const int nd, const int nao,
-    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk)
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk,
+    const int n_dm)
 {
     extern __shared__ double smem[];
     const int q = blockIdx.x;
@@ -77,64 +83,78 @@ extern "C" __global__ void frcg_jk_transform(
     double* Dad = Dbd + nb * nd;
     double* Dbc = Dad + na * nd;
     double* Dac = Dbc + nb * nc;
-#define D(i, j) dm[(size_t)(i) * nao + (j)]
     const double s = qscale[q];
     for (int x = threadIdx.x; x < nout; x += blockDim.x) I[x] = s * ints[FRCG_OUT(x, q, nout)];
-    for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
-        const int a = x / nb, b = x % nb;
-        Dab[x] = D(oa + a, ob + b) + D(ob + b, oa + a);
-    }
-    for (int x = threadIdx.x; x < nc * nd; x += blockDim.x) {
-        const int c = x / nd, d = x % nd;
-        Dcd[x] = D(oc + c, od + d) + D(od + d, oc + c);
-    }
-    for (int x = threadIdx.x; x < nb * nd; x += blockDim.x) Dbd[x] = D(ob + x / nd, od + x % nd);
-    for (int x = threadIdx.x; x < na * nd; x += blockDim.x) Dad[x] = D(oa + x / nd, od + x % nd);
-    for (int x = threadIdx.x; x < nb * nc; x += blockDim.x) Dbc[x] = D(ob + x / nc, oc + x % nc);
-    for (int x = threadIdx.x; x < na * nc; x += blockDim.x) Dac[x] = D(oa + x / nc, oc + x % nc);
-    __syncthreads();
 #define IDX(a, b, c, d) ((((a) * nb + (b)) * nc + (c)) * nd + (d))
-    for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
-        const int a = x / nb, b = x % nb;
-        double j = 0.0;
-        for (int c = 0; c < nc; ++c)
-            for (int d = 0; d < nd; ++d) j += I[IDX(a, b, c, d)] * Dcd[c * nd + d];
-        atomicAdd(&vj[(size_t)(oa + a) * nao + ob + b], j);
-    }
-    for (int x = threadIdx.x; x < nc * nd; x += blockDim.x) {
-        const int c = x / nd, d = x % nd;
-        double j = 0.0;
-        for (int a = 0; a < na; ++a)
-            for (int b = 0; b < nb; ++b) j += I[IDX(a, b, c, d)] * Dab[a * nb + b];
-        atomicAdd(&vj[(size_t)(oc + c) * nao + od + d], j);
-    }
-    for (int x = threadIdx.x; x < na * nc; x += blockDim.x) {
-        const int a = x / nc, c = x % nc;
-        double k = 0.0;
-        for (int b = 0; b < nb; ++b)
-            for (int d = 0; d < nd; ++d) k += I[IDX(a, b, c, d)] * Dbd[b * nd + d];
-        atomicAdd(&vk[(size_t)(oa + a) * nao + oc + c], k);
-    }
-    for (int x = threadIdx.x; x < nb * nc; x += blockDim.x) {
-        const int b = x / nc, c = x % nc;
-        double k = 0.0;
-        for (int a = 0; a < na; ++a)
-            for (int d = 0; d < nd; ++d) k += I[IDX(a, b, c, d)] * Dad[a * nd + d];
-        atomicAdd(&vk[(size_t)(ob + b) * nao + oc + c], k);
-    }
-    for (int x = threadIdx.x; x < na * nd; x += blockDim.x) {
-        const int a = x / nd, d = x % nd;
-        double k = 0.0;
-        for (int b = 0; b < nb; ++b)
-            for (int c = 0; c < nc; ++c) k += I[IDX(a, b, c, d)] * Dbc[b * nc + c];
-        atomicAdd(&vk[(size_t)(oa + a) * nao + od + d], k);
-    }
-    for (int x = threadIdx.x; x < nb * nd; x += blockDim.x) {
-        const int b = x / nd, d = x % nd;
-        double k = 0.0;
-        for (int a = 0; a < na; ++a)
-            for (int c = 0; c < nc; ++c) k += I[IDX(a, b, c, d)] * Dac[a * nc + c];
-        atomicAdd(&vk[(size_t)(ob + b) * nao + od + d], k);
+    for (int m = 0; m < n_dm; ++m) {
+        const size_t o = (size_t)m * nao * nao;
+        const double* const dmm = dm + o;
+        if (m) __syncthreads();  // the previous density's tiles are no longer read
+        for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
+            const int a = x / nb, b = x % nb;
+            Dab[x] = D(oa + a, ob + b) + D(ob + b, oa + a);
+        }
+        for (int x = threadIdx.x; x < nc * nd; x += blockDim.x) {
+            const int c = x / nd, d = x % nd;
+            Dcd[x] = D(oc + c, od + d) + D(od + d, oc + c);
+        }
+        for (int x = threadIdx.x; x < nb * nd; x += blockDim.x)
+            Dbd[x] = D(ob + x / nd, od + x % nd);
+        for (int x = threadIdx.x; x < na * nd; x += blockDim.x)
+            Dad[x] = D(oa + x / nd, od + x % nd);
+        for (int x = threadIdx.x; x < nb * nc; x += blockDim.x)
+            Dbc[x] = D(ob + x / nc, oc + x % nc);
+        for (int x = threadIdx.x; x < na * nc; x += blockDim.x)
+            Dac[x] = D(oa + x / nc, oc + x % nc);
+        __syncthreads();
+        if (vj) {
+            double* const vjm = vj + o;
+            for (int x = threadIdx.x; x < na * nb; x += blockDim.x) {
+                const int a = x / nb, b = x % nb;
+                double j = 0.0;
+                for (int c = 0; c < nc; ++c)
+                    for (int d = 0; d < nd; ++d) j += I[IDX(a, b, c, d)] * Dcd[c * nd + d];
+                atomicAdd(&vjm[(size_t)(oa + a) * nao + ob + b], j);
+            }
+            for (int x = threadIdx.x; x < nc * nd; x += blockDim.x) {
+                const int c = x / nd, d = x % nd;
+                double j = 0.0;
+                for (int a = 0; a < na; ++a)
+                    for (int b = 0; b < nb; ++b) j += I[IDX(a, b, c, d)] * Dab[a * nb + b];
+                atomicAdd(&vjm[(size_t)(oc + c) * nao + od + d], j);
+            }
+        }
+        if (vk) {
+            double* const vkm = vk + o;
+            for (int x = threadIdx.x; x < na * nc; x += blockDim.x) {
+                const int a = x / nc, c = x % nc;
+                double k = 0.0;
+                for (int b = 0; b < nb; ++b)
+                    for (int d = 0; d < nd; ++d) k += I[IDX(a, b, c, d)] * Dbd[b * nd + d];
+                atomicAdd(&vkm[(size_t)(oa + a) * nao + oc + c], k);
+            }
+            for (int x = threadIdx.x; x < nb * nc; x += blockDim.x) {
+                const int b = x / nc, c = x % nc;
+                double k = 0.0;
+                for (int a = 0; a < na; ++a)
+                    for (int d = 0; d < nd; ++d) k += I[IDX(a, b, c, d)] * Dad[a * nd + d];
+                atomicAdd(&vkm[(size_t)(ob + b) * nao + oc + c], k);
+            }
+            for (int x = threadIdx.x; x < na * nd; x += blockDim.x) {
+                const int a = x / nd, d = x % nd;
+                double k = 0.0;
+                for (int b = 0; b < nb; ++b)
+                    for (int c = 0; c < nc; ++c) k += I[IDX(a, b, c, d)] * Dbc[b * nc + c];
+                atomicAdd(&vkm[(size_t)(oa + a) * nao + od + d], k);
+            }
+            for (int x = threadIdx.x; x < nb * nd; x += blockDim.x) {
+                const int b = x / nd, d = x % nd;
+                double k = 0.0;
+                for (int a = 0; a < na; ++a)
+                    for (int c = 0; c < nc; ++c) k += I[IDX(a, b, c, d)] * Dac[a * nc + c];
+                atomicAdd(&vkm[(size_t)(ob + b) * nao + od + d], k);
+            }
+        }
     }
 }
 
@@ -142,7 +162,8 @@ extern "C" __global__ void frcg_jk_quartet(
     const int n, const int* __restrict__ quartets, const double* __restrict__ qscale,
     const int* __restrict__ seg_ao, const double* __restrict__ ints,
     const int na, const int nb, const int nc, const int nd, const int nao,
-    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk)
+    const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk,
+    const int n_dm)
 {
     const int q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= n) return;
@@ -150,23 +171,33 @@ extern "C" __global__ void frcg_jk_quartet(
     const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];
     const double s = qscale[q];
     const int nout = na * nb * nc * nd;
-    int x = 0;  // integral x of quartet q, consecutive threads coalesced
-    for (int a = 0; a < na; ++a)
-        for (int b = 0; b < nb; ++b) {
-            const double dab = D(oa + a, ob + b) + D(ob + b, oa + a);
-            double jab = 0.0;
-            for (int c = 0; c < nc; ++c)
-                for (int d = 0; d < nd; ++d, ++x) {
-                    const double v = s * ints[FRCG_OUT(x, q, nout)];
-                    jab += v * (D(oc + c, od + d) + D(od + d, oc + c));
-                    atomicAdd(&vj[(size_t)(oc + c) * nao + od + d], v * dab);
-                    atomicAdd(&vk[(size_t)(oa + a) * nao + oc + c], v * D(ob + b, od + d));
-                    atomicAdd(&vk[(size_t)(ob + b) * nao + oc + c], v * D(oa + a, od + d));
-                    atomicAdd(&vk[(size_t)(oa + a) * nao + od + d], v * D(ob + b, oc + c));
-                    atomicAdd(&vk[(size_t)(ob + b) * nao + od + d], v * D(oa + a, oc + c));
-                }
-            atomicAdd(&vj[(size_t)(oa + a) * nao + ob + b], jab);
-        }
+    for (int m = 0; m < n_dm; ++m) {
+        const size_t o = (size_t)m * nao * nao;
+        const double* const dmm = dm + o;
+        double* const vjm = vj ? vj + o : nullptr;
+        double* const vkm = vk ? vk + o : nullptr;
+        int x = 0;  // integral x of quartet q, consecutive threads coalesced
+        for (int a = 0; a < na; ++a)
+            for (int b = 0; b < nb; ++b) {
+                const double dab = D(oa + a, ob + b) + D(ob + b, oa + a);
+                double jab = 0.0;
+                for (int c = 0; c < nc; ++c)
+                    for (int d = 0; d < nd; ++d, ++x) {
+                        const double v = s * ints[FRCG_OUT(x, q, nout)];
+                        if (vjm) {
+                            jab += v * (D(oc + c, od + d) + D(od + d, oc + c));
+                            atomicAdd(&vjm[(size_t)(oc + c) * nao + od + d], v * dab);
+                        }
+                        if (vkm) {
+                            atomicAdd(&vkm[(size_t)(oa + a) * nao + oc + c], v * D(ob + b, od + d));
+                            atomicAdd(&vkm[(size_t)(ob + b) * nao + oc + c], v * D(oa + a, od + d));
+                            atomicAdd(&vkm[(size_t)(oa + a) * nao + od + d], v * D(ob + b, oc + c));
+                            atomicAdd(&vkm[(size_t)(ob + b) * nao + od + d], v * D(oa + a, oc + c));
+                        }
+                    }
+                if (vjm) atomicAdd(&vjm[(size_t)(oa + a) * nao + ob + b], jab);
+            }
+    }
 }
 """
 )
@@ -183,6 +214,20 @@ def _cupy():
     except cupy.cuda.runtime.CUDARuntimeError as exc:
         raise DeviceError(f"the GPU backend needs a CUDA GPU: {exc}") from None
     return cupy
+
+
+_NULL = np.uint64(0)  # a null pointer argument
+
+
+def _densities(dm, vj, vk) -> tuple:
+    """The kernels' last arguments: densities, J, K (null where not wanted) and their count."""
+    n_dm = 0 if dm is None else int(dm.shape[0])
+    return (
+        _NULL if dm is None else dm,
+        _NULL if vj is None else vj,
+        _NULL if vk is None else vk,
+        np.int32(n_dm),
+    )
 
 
 @lru_cache(maxsize=512)
@@ -310,6 +355,7 @@ class GpuExecutor:
         self.kernel_dir = kernel_dir
         self._table = self.cp.asarray(boys_table())
         self._bases: dict[int, DeviceBasis] = {}
+        self._programs: dict[tuple, tuple] = {}
 
     def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
         key = id(basis)
@@ -363,7 +409,7 @@ class GpuExecutor:
         args = (
             np.int32(n), q, sc, dev.xyz, qpair, dev.ao, cp.asarray(pairs.prim),
             cp.asarray(pairs.data), self._table, out, buf, np.int64(n), *prog, np.int32(p2_len),
-            np.int32(dev.nao), dmd, vj, vk,
+            np.int32(dev.nao), dmd, vj, vk, np.int32(1),
         )  # fmt: skip
         grid = (n + threads - 1) // threads
         quartet_items = add_items = None
@@ -373,6 +419,66 @@ class GpuExecutor:
                 add_items = self._item_adder(out, kernel.n_outputs, sources, targets)
         return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items,
                       quartet_items, add_items)  # fmt: skip
+
+    def _device_program(self, kernel: LibraryKernel) -> tuple:
+        key = (kernel.binary, kernel.name)
+        if key not in self._programs:
+            *prog, p2_len = _program(kernel)
+            self._programs[key] = (*(self.cp.asarray(a) for a in prog), np.int32(p2_len))
+        return self._programs[key]
+
+    def run_items(
+        self, kernel: LibraryKernel, batch: ItemBatch, basis: DeviceBasis, pair_data,
+        dm=None, vj=None, vk=None,
+    ):  # fmt: skip
+        """One launch of ``kernel`` over ``batch`` (device arrays): a store kernel returns its
+        items' integrals (tiled, ``target.OUTPUT_TILE``); a J/K kernel adds the half J and K of
+        the densities ``dm`` (n_dm, nao, nao) into ``vj`` and ``vk`` (same shape; either may be
+        None) and returns None. Asynchronous on the current stream."""
+        cp = self.cp
+        n = batch.size
+        store = kernel.epilogue is Epilogue.STORE
+        out = cp.empty(tiled_output_size(n, kernel.n_outputs) if store else 1)
+        threads, smem = THREADS, 0
+        if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
+            threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
+        buf = cp.empty(max(1, kernel.global_slots * n))
+        fn = _function(kernel.binary, kernel.name)
+        if smem > fn.max_dynamic_shared_size_bytes:
+            fn.max_dynamic_shared_size_bytes = smem
+        qpair = cp.arange(2 * n, dtype=cp.int32)
+        args = (
+            np.int32(n), batch.quartets, batch.scales, basis.xyz, qpair, basis.ao, batch.ranges,
+            pair_data, self._table, out, buf, np.int64(n), *self._device_program(kernel),
+            np.int32(basis.nao), *_densities(dm, vj, vk),
+        )  # fmt: skip
+        fn(((n + threads - 1) // threads,), (threads,), args, shared_mem=smem)
+        return out if store else None
+
+    def contract_items(
+        self, kernel: LibraryKernel, batch: ItemBatch, ints, basis: DeviceBasis, dm, vj, vk,
+        form: str = "auto",
+    ) -> None:  # fmt: skip
+        """Kernel 2 over the integrals ``ints`` that ``run_items`` stored for ``batch``: adds
+        their half J and K into ``vj`` and ``vk`` (either may be None) for the densities ``dm``."""
+        shape = kernel.output_shape
+        form = kernel2_form(shape, form, kernel.jk_kernel is not None, Tier.BUFFERED)
+        n = batch.size
+        head = (np.int32(n), batch.quartets, batch.scales, basis.ao, ints)
+        tail = (np.int32(basis.nao), *_densities(dm, vj, vk))
+        grid = ((n + THREADS - 1) // THREADS,)
+        if form == "generated":
+            _function(kernel.binary, kernel.jk_kernel)(grid, (THREADS,), head + tail)
+            return
+        kernel2 = _jk_transform(form)
+        args = head + tuple(np.int32(x) for x in shape) + tail
+        if form == "thread":
+            kernel2(grid, (THREADS,), args)
+            return
+        smem = 8 * (int(np.prod(shape)) + 6 * max(shape) ** 2)
+        if smem > kernel2.max_dynamic_shared_size_bytes:
+            kernel2.max_dynamic_shared_size_bytes = smem
+        kernel2((n,), (JK_THREADS,), args, shared_mem=smem)
 
     def _item_adder(self, out, n_outputs: int, sources, targets) -> Callable[[], None]:
         cp = self.cp
@@ -399,7 +505,7 @@ class GpuExecutor:
         n = int(launch.args[0])
         quartets, scales, seg_ao = launch.args[1], launch.args[2], launch.args[5]
         head = (np.int32(n), quartets, scales, seg_ao, launch.out)
-        tail = (np.int32(vj.shape[0]), dm, vj, vk)
+        tail = (np.int32(vj.shape[0]), dm, vj, vk, np.int32(1))
         grid = ((n + THREADS - 1) // THREADS,)
         if form == "generated":
             if kernel.jk_kernel is None:

@@ -19,6 +19,7 @@ from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
+from .items import ItemBatch
 from .pairs import items_per_quartet, primitive_pairs
 
 BUFFER_BUDGET_BYTES = 1 << 30
@@ -71,7 +72,7 @@ def _cpu_function(path: Path, name: str):
     fn = getattr(lib, name)
     ptr = ctypes.c_void_p
     i32, i64 = ctypes.c_int, ctypes.c_longlong
-    fn.argtypes = [i32, *[ptr] * 8, ptr, ptr, i64, *[ptr] * 5, i32, i32, ptr, ptr, ptr]
+    fn.argtypes = [i32, *[ptr] * 8, ptr, ptr, i64, *[ptr] * 5, i32, i32, ptr, ptr, ptr, i32]
     fn.restype = None
     return fn
 
@@ -118,7 +119,7 @@ class CpuExecutor:
             fn(
                 n, _p(items), _p(sc), _p(basis.xyz), _p(pairs.index), _p(basis.ao),
                 _p(pairs.prim), _p(pairs.data), _p(table), _p(item_out), _p(buf), kernel.n_slots,
-                *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk),
+                *(_p(a) for a in prog), p2_len, nao, _p(dmc), _p(vj), _p(vk), 1,
             )  # fmt: skip
             if pairs.split and not jk:  # a split quartet: the sum of its items
                 np.add.at(out, lo + pairs.quartet, item_out)
@@ -126,6 +127,29 @@ class CpuExecutor:
 
     def integrals(self, kernel: LibraryKernel, quartets, basis: SegmentedBasis) -> np.ndarray:
         return self._run(kernel, quartets, basis)
+
+    def run_items(
+        self, kernel: LibraryKernel, batch: ItemBatch, basis: SegmentedBasis, pair_data,
+        dm=None, vj=None, vk=None,
+    ) -> np.ndarray | None:  # fmt: skip
+        """One launch of ``kernel`` over ``batch``: a store kernel returns its integrals
+        (n, n_outputs); a J/K kernel adds the half J and K of the densities ``dm`` (n_dm, nao,
+        nao) into ``vj`` and ``vk`` (same shape; either may be None)."""
+        fn = _cpu_function(kernel.binary, kernel.name)
+        n = batch.size
+        store = kernel.epilogue is Epilogue.STORE
+        out = np.empty((n, kernel.n_outputs)) if store else None
+        buf = np.empty(max(1, n * kernel.n_slots))
+        *prog, p2_len = _program(kernel)
+        prog = [np.ascontiguousarray(a) for a in prog]
+        qpair = np.arange(2 * n, dtype=np.int32)
+        n_dm = 0 if dm is None else len(dm)
+        fn(
+            n, _p(batch.quartets), _p(batch.scales), _p(basis.xyz), _p(qpair), _p(basis.ao),
+            _p(batch.ranges), _p(pair_data), _p(boys_table()), _p(out), _p(buf), kernel.n_slots,
+            *(_p(a) for a in prog), p2_len, basis.nao, _p(dm), _p(vj), _p(vk), n_dm,
+        )  # fmt: skip
+        return out
 
     def jk(self, cls, variant, spherical, quartets, scales, basis: SegmentedBasis, dm):
         kernel = self.kernel(cls, variant, spherical, Epilogue.JK)
@@ -136,21 +160,42 @@ class CpuExecutor:
 
 
 def contract_jk_numpy(shape, ints, quartets, scales, basis, dm):
-    """Kernel 2 on the CPU: half J and K from integrals of one class (NumPy)."""
+    """Kernel 2 on the CPU for one density: half J and K from integrals of one class."""
     nao = basis.nao
-    vj = np.zeros((nao, nao))
-    vk = np.zeros((nao, nao))
-    ranges = [np.arange(n) for n in shape]
-    for (i, j, k, l), s, v in zip(quartets, scales, ints.reshape(-1, *shape)):
-        a, b, c, d = (basis.ao[x] + r for x, r in zip((i, j, k, l), ranges))
-        sv = s * v
-        vj[np.ix_(a, b)] += np.einsum("abcd,cd->ab", sv, dm[np.ix_(c, d)] + dm[np.ix_(d, c)].T)
-        vj[np.ix_(c, d)] += np.einsum("abcd,ab->cd", sv, dm[np.ix_(a, b)] + dm[np.ix_(b, a)].T)
-        vk[np.ix_(a, c)] += np.einsum("abcd,bd->ac", sv, dm[np.ix_(b, d)])
-        vk[np.ix_(b, c)] += np.einsum("abcd,ad->bc", sv, dm[np.ix_(a, d)])
-        vk[np.ix_(a, d)] += np.einsum("abcd,bc->ad", sv, dm[np.ix_(b, c)])
-        vk[np.ix_(b, d)] += np.einsum("abcd,ac->bd", sv, dm[np.ix_(a, c)])
-    return vj, vk
+    vj = np.zeros((1, nao, nao))
+    vk = np.zeros((1, nao, nao))
+    contract_items(shape, ints, quartets, scales, basis.ao, dm[None], vj, vk)
+    return vj[0], vk[0]
+
+
+def contract_items(shape, ints, quartets, scales, seg_ao, dm, vj, vk, chunk: int = 1 << 22):
+    """Kernel 2 on the CPU: adds the half J and K of integrals ``ints`` (n, n_outputs) of one
+    class, quartets ``quartets`` (segment indices) weighted by ``scales``, for the densities
+    ``dm`` (n_dm, nao, nao) into ``vj`` and ``vk`` (either may be None)."""
+    na, nb, nc, nd = shape
+    per = max(1, chunk // max(1, na * nb * nc * nd))
+    for lo in range(0, len(quartets), per):
+        q = np.asarray(quartets[lo : lo + per])
+        v = (np.asarray(ints[lo : lo + per]) * np.asarray(scales[lo : lo + per])[:, None]).reshape(
+            len(q), na, nb, nc, nd
+        )
+        ia, ib, ic, id_ = (seg_ao[q[:, k]][:, None] + np.arange(s) for k, s in enumerate(shape))
+
+        def block(x, y):  # (n, len x, len y) index pair for a block of rows x, columns y
+            return x[:, :, None], y[:, None, :]
+
+        for m in range(len(dm)):
+            d = dm[m]
+            if vj is not None:
+                dcd = d[block(ic, id_)] + d[block(id_, ic)].transpose(0, 2, 1)
+                dab = d[block(ia, ib)] + d[block(ib, ia)].transpose(0, 2, 1)
+                np.add.at(vj[m], block(ia, ib), np.einsum("qabcd,qcd->qab", v, dcd))
+                np.add.at(vj[m], block(ic, id_), np.einsum("qabcd,qab->qcd", v, dab))
+            if vk is not None:
+                np.add.at(vk[m], block(ia, ic), np.einsum("qabcd,qbd->qac", v, d[block(ib, id_)]))
+                np.add.at(vk[m], block(ib, ic), np.einsum("qabcd,qad->qbc", v, d[block(ia, id_)]))
+                np.add.at(vk[m], block(ia, id_), np.einsum("qabcd,qbc->qad", v, d[block(ib, ic)]))
+                np.add.at(vk[m], block(ib, id_), np.einsum("qabcd,qac->qbd", v, d[block(ia, ic)]))
 
 
 def executor(backend: str, kernel_dir=None):

@@ -1,0 +1,295 @@
+"""The J/K engine: Coulomb and exchange matrices of a molecule's densities from the generated
+kernels, screened, with the work made where the kernels run.
+
+``JK(mol)`` does the one-time work (segment pairs, their primitive-pair rows and Schwarz
+bounds, the kernels of every class the basis needs); ``JK.get_jk(dm)`` then screens each
+canonical class against the densities, forms the surviving quartets into launch items and runs
+the class's kernels, with no loop over quartets in Python. Its arguments and results are those
+of ``pyscf.scf.hf.get_jk``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..angmom import QuartetClass
+from ..runtime.basis import segment_basis
+from ..runtime.items import ItemBatch
+from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, DeviceError, contract_items
+from ..shells import check_mole
+from ..variants import get_variant
+from .arrays import DeviceArrays, HostArrays
+from .kernels import ClassKernels, class_kernels
+from .pairs import PairClass, PairTable, build_pair_table
+from .tasks import MAX_CANDIDATES, Screen, make_items, split, surviving_quartets
+
+DEFAULT_TOL = 1e-13
+"""Screening threshold when none is given: PySCF's and GPU4PySCF's ``direct_scf_tol``."""
+
+BACKENDS = ("auto", "cpu", "gpu")
+
+
+class JKInputError(ValueError):
+    """A density or option the J/K engine cannot take."""
+
+
+@dataclass
+class BuildProfile:
+    """Where one ``get_jk`` call spent its time (seconds, each phase synchronized) and how
+    much work survived the screening, per canonical class."""
+
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    quartets: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    items: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    flops: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
+def _cupy_or_none():
+    try:
+        import cupy
+    except ImportError:
+        return None
+    try:
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return None
+
+
+def _is_cupy(a) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+class JK:
+    """Coulomb and exchange builder for one molecule and basis.
+
+    ``backend``: ``"gpu"`` (generated CUDA kernels through CuPy), ``"cpu"`` (the same
+    arithmetic as C++) or ``"auto"`` (the GPU when CuPy sees one). ``tol``: screening
+    threshold on Q_ab Q_cd |D| (as ``mf.direct_scf_tol``). ``variant``: the kernels' variant
+    (``fusionrcg.VARIANTS``). ``profile``: synchronize after each phase and keep a
+    ``BuildProfile`` of the last call in ``last_profile``.
+    """
+
+    def __init__(
+        self,
+        mol,
+        backend: str = "auto",
+        tol: float = DEFAULT_TOL,
+        variant: str = "full",
+        kernel_dir=None,
+        profile: bool = False,
+    ) -> None:
+        check_mole(mol)
+        if backend not in BACKENDS:
+            raise JKInputError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
+        if not tol > 0.0:
+            raise JKInputError(f"the screening threshold must be positive, got {tol!r}")
+        if getattr(mol, "omega", 0.0):
+            raise NotImplementedError(
+                f"range-separated Coulomb (mol.omega = {mol.omega}) is not implemented by the "
+                "generated kernels"
+            )
+        start = time.perf_counter()
+        self.mol = mol
+        self.tol = float(tol)
+        self.variant = get_variant(variant)
+        self.profile = profile
+        self.last_profile: BuildProfile | None = None
+        self.basis = segment_basis(mol)
+        cupy = _cupy_or_none()
+        if backend == "auto":
+            backend = "gpu" if cupy is not None else "cpu"
+        self.backend = backend
+        if backend == "gpu":
+            from ..runtime.gpu import GpuExecutor
+
+            if cupy is None:
+                raise DeviceError("the GPU backend needs CuPy and a CUDA GPU; none is visible")
+            self.executor = GpuExecutor(kernel_dir)
+            self.arrays = DeviceArrays(cupy)
+            self._basis_arrays = self.executor.device_basis(self.basis)
+            self.max_work = self.executor.max_work
+            free = cupy.cuda.Device().mem_info[0]
+            self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // 8))
+            self._candidates = int(min(MAX_CANDIDATES, free // 256))
+            target, arch = "cuda", self.executor.arch
+        else:
+            self.executor = CpuExecutor(kernel_dir)
+            self.arrays = HostArrays()
+            self._basis_arrays = self.basis
+            self.max_work = None
+            self._buffer_budget = BUFFER_BUDGET_BYTES
+            self._candidates = MAX_CANDIDATES
+            target, arch = "cpp", "host"
+        self._kernel_args = (self.variant, self.basis.spherical, target, arch, kernel_dir)
+        self._kernels: dict[QuartetClass, ClassKernels] = {}
+        xp = self.arrays.xp
+        sizes = np.diff(np.append(self.basis.ao, self.basis.nao))
+        self._seg_ao = xp.asarray(self.basis.ao, dtype=xp.int32)
+        self._seg_size = xp.asarray(sizes, dtype=xp.int32)
+        self.pairs: PairTable = build_pair_table(self.basis, self.arrays, self._schwarz)
+        self.classes = [
+            (bra, ket) for bra in self.pairs.classes for ket in self.pairs.classes
+            if bra.key >= ket.key
+        ]  # fmt: skip
+        for bra, ket in self.classes:
+            self.kernels(bra, ket)
+        self.setup_seconds = time.perf_counter() - start
+
+    @property
+    def nao(self) -> int:
+        return self.basis.nao
+
+    def kernels(self, bra: PairClass, ket: PairClass) -> ClassKernels:
+        """The kernels of the canonical class (bra|ket), resolved once."""
+        cls = QuartetClass(bra.la, bra.lb, ket.la, ket.lb)
+        if cls not in self._kernels:
+            self._kernels[cls] = class_kernels(cls, *self._kernel_args)
+        return self._kernels[cls]
+
+    def _schwarz(self, pc: PairClass, a, b, ranges, data):
+        """Q_ab = max |(ab|ab)|^(1/2) of pairs (a, b) from the store kernel of (ab|ab)."""
+        xp = self.arrays.xp
+        store = self.kernels(pc, pc).store
+        n = int(a.shape[0])
+        batch = ItemBatch(
+            quartets=xp.ascontiguousarray(xp.stack([a, b, a, b], axis=1), dtype=xp.int32),
+            scales=xp.ones(n),
+            ranges=xp.ascontiguousarray(xp.stack([ranges, ranges], axis=1).reshape(-1, 2)),
+        )
+        largest = []
+        per_item = 8 * (store.n_outputs + store.global_slots)
+        for part in split(batch, per_item, self._buffer_budget):
+            ints = self.executor.run_items(store, part, self._basis_arrays, data)
+            if self.arrays.device:  # tiles of 32 items: (tiles, n_outputs, 32)
+                m = xp.abs(ints.reshape(-1, store.n_outputs, 32)).max(axis=1).ravel()
+                largest.append(m[: part.size])
+            else:
+                largest.append(np.abs(ints).max(axis=1))
+        return xp.sqrt(xp.concatenate(largest)) if largest else xp.zeros(0)
+
+    def _densities(self, dm, hermi: int):
+        """The densities as an (n, nao, nao) float64 array of the backend, checked."""
+        if hermi not in (0, 1):
+            raise JKInputError(f"hermi = {hermi!r}: the engine takes 0 (general) or 1 (symmetric)")
+        xp = self.arrays.xp
+        if _is_cupy(dm) and not self.arrays.device:
+            dm = dm.get()
+        dms = xp.asarray(dm, dtype=xp.float64)
+        nao = self.nao
+        if dms.ndim not in (2, 3) or dms.shape[-2:] != (nao, nao):
+            raise JKInputError(
+                f"density matrix shape {tuple(dms.shape)}: expected ({nao}, {nao}) or "
+                f"(n, {nao}, {nao}) for this basis"
+            )
+        dms = xp.ascontiguousarray(dms.reshape(-1, nao, nao))
+        if not bool(xp.isfinite(dms).all()):
+            raise JKInputError("the density matrix is not finite (NaN or infinity)")
+        if hermi == 1:
+            scale = float(xp.abs(dms).max()) if dms.size else 0.0
+            asym = float(xp.abs(dms - dms.transpose(0, 2, 1)).max()) if dms.size else 0.0
+            if asym > 1e-10 * max(1.0, scale):
+                raise JKInputError(
+                    f"hermi=1 needs a symmetric density; this one differs from its transpose "
+                    f"by {asym:.3g} (pass hermi=0 for a general density)"
+                )
+        return dms
+
+    def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True):
+        """(vj, vk) of ``dm`` ((nao, nao) or (n, nao, nao)), shaped like ``dm``; None for a
+        matrix not asked for. NumPy in, NumPy out; CuPy in, CuPy out."""
+        if not (with_j or with_k):
+            raise JKInputError("nothing to build: with_j and with_k are both False")
+        xp = self.arrays.xp
+        dms = self._densities(dm, hermi)
+        n = dms.shape[0]
+        # K of a general density: K = Kh(D) + Kh(D^T)^T, so the kernels see D and D^T
+        dk = xp.concatenate([dms, dms.transpose(0, 2, 1)]) if hermi == 0 and with_k else dms
+        dk = xp.ascontiguousarray(dk)
+        shape = (dk.shape[0], self.nao, self.nao)
+        vj = xp.zeros(shape) if with_j else None
+        vk = xp.zeros(shape) if with_k else None
+        prof = BuildProfile() if self.profile else None
+        tick = self._clock(prof)
+        blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
+        screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
+        tick("densities")
+        for bra, ket in self.classes:
+            self._build_class(bra, ket, screen, dk, vj, vk, prof, tick)
+        if vj is not None:
+            vj = vj[:n] + vj[:n].transpose(0, 2, 1)
+        if vk is not None:
+            vk = vk[:n] + (vk[n:] if hermi == 0 else vk[:n]).transpose(0, 2, 1)
+        tick("symmetrize")
+        self.last_profile = prof
+        return self._like(dm, vj), self._like(dm, vk)
+
+    def _build_class(self, bra, ket, screen, dk, vj, vk, prof, tick) -> None:
+        kernels = self.kernels(bra, ket)
+        name = str(kernels.cls)
+        for ib, ik in surviving_quartets(
+            self.arrays, self.pairs, bra, ket, screen, self._candidates
+        ):
+            if ib.shape[0] == 0:
+                continue
+            items = make_items(self.arrays.xp, self.pairs, ib, ik, self.max_work)
+            tick("screening")
+            if prof is not None:
+                prof.quartets[name] += int(ib.shape[0])
+                prof.items[name] += items.size
+                rows = items.ranges[:, 1].reshape(-1, 2).astype(self.arrays.xp.float64)
+                f = kernels.store.flops
+                per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
+                primitive_quartets = float((rows[:, 0] * rows[:, 1]).sum())
+                prof.flops[name] += per_primitive * primitive_quartets
+                prof.flops[name] += f.hrr_per_contracted * items.size
+            if kernels.fused is not None:
+                self.executor.run_items(
+                    kernels.fused, items, self._basis_arrays, self.pairs.data, dk, vj, vk
+                )
+                tick(f"integrals {name}")
+                continue
+            store = kernels.store
+            per_item = 8 * (store.n_outputs + store.global_slots)
+            for part in split(items, per_item, self._buffer_budget):
+                ints = self.executor.run_items(store, part, self._basis_arrays, self.pairs.data)
+                tick(f"integrals {name}")
+                if self.arrays.device:
+                    self.executor.contract_items(store, part, ints, self._basis_arrays, dk, vj, vk)
+                else:
+                    contract_items(
+                        store.output_shape, ints, part.quartets, part.scales, self.basis.ao,
+                        dk, vj, vk,
+                    )  # fmt: skip
+                tick(f"kernel 2 {name}")
+
+    def _clock(self, prof: BuildProfile | None):
+        """A function that books the time since its last call under a phase (synchronizing
+        the device first); a no-op without profiling."""
+        if prof is None:
+            return lambda phase: None
+        sync = self.arrays.xp.cuda.Device().synchronize if self.arrays.device else lambda: None
+        sync()
+        last = [time.perf_counter()]
+
+        def tick(phase: str) -> None:
+            sync()
+            now = time.perf_counter()
+            prof.seconds[phase] += now - last[0]
+            last[0] = now
+
+        return tick
+
+    def _like(self, dm, v):
+        """``v`` (n, nao, nao) shaped like ``dm`` and of its array library."""
+        if v is None:
+            return None
+        v = v.reshape(np.shape(dm) if not _is_cupy(dm) else dm.shape)
+        if _is_cupy(dm):
+            import cupy
+
+            return cupy.asarray(v)
+        return self.arrays.to_host(v)

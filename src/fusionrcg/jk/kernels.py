@@ -1,0 +1,90 @@
+"""The kernels a J/K build runs for each canonical class, and building them ahead of time.
+
+Every class has a store kernel: it evaluates the Schwarz bounds of the diagonal classes and, for
+Tier 2 and for Tier 1 classes with more than ``FUSED_MAX_OUTPUTS`` integrals, the integrals that
+Kernel 2 contracts into J and K. Tier 1 classes up to that size fold J and K into their own
+epilogue (the fused kernel): their six atomic updates per integral are cheaper than storing and
+reading the integrals again, while above it a thread block per quartet that contracts the stored
+integrals makes fewer updates.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from ..angmom import QuartetClass, canonical_classes
+from ..build.library import LibraryKernel, get_kernel
+from ..lowering.target import Epilogue
+from ..variants import Tier, Variant, get_variant
+
+FUSED_MAX_OUTPUTS = 63
+"""Tier 1 classes with at most this many integrals contract J and K in their own epilogue."""
+
+
+@dataclass(frozen=True)
+class ClassKernels:
+    """The kernels of one canonical class: ``store`` always, ``fused`` where J/K is folded
+    into the integral kernel (else Kernel 2 contracts the stored integrals)."""
+
+    cls: QuartetClass
+    store: LibraryKernel
+    fused: LibraryKernel | None
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return self.store.output_shape
+
+
+def uses_fused(store: LibraryKernel) -> bool:
+    return store.tier is Tier.REGISTER and store.n_outputs <= FUSED_MAX_OUTPUTS
+
+
+def class_kernels(
+    cls: QuartetClass,
+    variant: Variant,
+    spherical: bool,
+    target: str,
+    arch: str,
+    directory=None,
+) -> ClassKernels:
+    """The kernels of ``cls`` from the library (built on first use)."""
+    store = get_kernel(cls, variant, spherical, Epilogue.STORE, target, arch, directory)
+    fused = None
+    if uses_fused(store):
+        fused = get_kernel(cls, variant, spherical, Epilogue.JK, target, arch, directory)
+    return ClassKernels(cls, store, fused)
+
+
+def _build(cls_tag: str, variant: str, spherical: bool, target: str, arch: str, directory):
+    start = time.perf_counter()
+    cls = QuartetClass(*(int(c) for c in cls_tag))
+    kernels = class_kernels(cls, get_variant(variant), spherical, target, arch, directory)
+    built = [k for k in (kernels.store, kernels.fused) if k is not None]
+    return cls_tag, all(k.cached for k in built), time.perf_counter() - start
+
+
+def prebuild(
+    lmax: int,
+    spherical: bool = True,
+    variant: str = "full",
+    target: str = "cuda",
+    arch: str = "sm_90",
+    directory=None,
+    jobs: int = 1,
+    out=sys.stderr,
+) -> None:
+    """Build the J/K kernels of every canonical class with l <= ``lmax``, ``jobs`` at a time,
+    largest classes first (they take longest), printing one progress line per class."""
+    classes = sorted(canonical_classes(lmax), key=lambda c: -c.total)
+    args = [(c.tag, variant, spherical, target, arch, directory) for c in classes]
+    done = 0
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_build, *a) for a in args]
+        for future in as_completed(futures):
+            tag, cached, seconds = future.result()
+            done += 1
+            how = "in the library" if cached else f"built in {seconds:.0f} s"
+            print(f"[{done}/{len(classes)}] ({tag[:2]}|{tag[2:]}) {how}", file=out, flush=True)
