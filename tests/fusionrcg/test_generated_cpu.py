@@ -27,7 +27,6 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++
 
 
 @pytest.fixture(scope="module", autouse=True)
-
 def unique_segment_quartets(basis):
     """All symmetry-unique segment quartets (i >= j, k >= l, (ij) >= (kl)) and their weights
     1 / ((1 + d_ij)(1 + d_kl)(1 + d_ij,kl)), unscreened: the launch machinery's test input."""
@@ -39,6 +38,7 @@ def unique_segment_quartets(basis):
     a, b, c, d = quartets.T
     weight = 1.0 / ((1 + (a == b)) * (1 + (c == d)) * (1 + (p == r)))
     return quartets, weight
+
 
 def kernel_dir(tmp_path_factory):
     mp = pytest.MonkeyPatch()
