@@ -175,3 +175,22 @@ def test_gpu_backend_without_gpu_says_so(water_dz, gpu_present):
 
     with pytest.raises(DeviceError, match="GPU"):
         JK(water_dz, backend="gpu")
+
+
+def test_j_then_k_of_one_density_is_one_build(water_dz):
+    """GPU4PySCF's restricted Fock build asks for J, then for K of the same density with its
+    hybrid factors (lr_factor = sr_factor, omega = 0): one build serves both."""
+    mf = fusionrcg.apply(scf.RHF(water_dz), backend="cpu")
+    engine = mf.fusion_engine()
+    engine.profile = True
+    dm = _random_density(water_dz.nao, seed=5)[0]
+    rj, rk = scf.hf.get_jk(water_dz, dm)
+    vj = mf.get_j(water_dz, dm)
+    build = engine.last_profile
+    vk = mf.get_k(water_dz, dm, 1, None, 0.2, 0.2)
+    assert engine.last_profile is build
+    assert np.abs(vj - rj).max() <= JK_TOL and np.abs(vk - 0.2 * rk).max() <= JK_TOL
+    vk = mf.get_k(water_dz, dm)  # nothing pending: a K-only build
+    assert engine.last_profile is not build and np.abs(vk - rk).max() <= JK_TOL
+    with pytest.raises(NotImplementedError, match="range-separated"):
+        mf.get_k(water_dz, dm, 1, None, 1.0, 0.5)

@@ -4,9 +4,11 @@ J/K engine.
 The object keeps its class's behaviour otherwise (DIIS, incremental Fock builds, the XC part of
 DFT, scaling of K by the hybrid fraction); its ``get_jk``, ``get_j`` and ``get_k`` go to one
 ``JK`` engine per molecule, made on first use and kept for later SCF runs on the same molecule
-and threshold. Range-separated exchange (``omega`` != 0) raises ``NotImplementedError``. A basis
-with shells above l = 4 keeps the object's own J/K (with a warning), since the generated path
-stops at g functions.
+and threshold. GPU4PySCF's restricted Fock builds ask for J and then for K of the same density:
+the engine builds both in the first call (one pass over the integrals) and hands K to the second.
+Range-separated exchange (``omega`` != 0) raises ``NotImplementedError``. A basis with shells
+above l = 4 keeps the object's own J/K (with a warning), since the generated path stops at g
+functions.
 """
 
 from __future__ import annotations
@@ -45,24 +47,62 @@ class FusionJKMixin:
             mol = self.mol
         if dm is None:
             dm = self.make_rdm1()
-        _check_omega(mol, omega, kwargs)
+        _exchange_factor(mol, omega, kwargs)  # only the full-range operator is implemented
+        self.__dict__.pop("_fusion_pending_k", None)
         return self.fusion_engine(mol).get_jk(dm, hermi, with_j, with_k)
 
     def get_j(self, mol=None, dm=None, hermi=1, omega=None):
-        return self.get_jk(mol, dm, hermi, with_k=False, omega=omega)[0]
+        if not self._fusion_restricted_with_exchange():
+            return self.get_jk(mol, dm, hermi, with_k=False, omega=omega)[0]
+        vj, vk = self.get_jk(mol, dm, hermi, omega=omega)
+        self._fusion_pending_k = (dm, _fingerprint(dm), hermi, vk)
+        return vj
 
-    def get_k(self, mol=None, dm=None, hermi=1, omega=None, **kwargs):
-        return self.get_jk(mol, dm, hermi, with_j=False, omega=omega, **kwargs)[1]
+    def get_k(self, mol=None, dm=None, hermi=1, omega=None, *factors, **kwargs):
+        if mol is None:
+            mol = self.mol
+        if factors:  # GPU4PySCF passes (lr_factor, sr_factor) by position
+            kwargs.update(zip(("lr_factor", "sr_factor"), factors))
+        factor = _exchange_factor(mol, omega, kwargs)
+        pending = self.__dict__.pop("_fusion_pending_k", None)
+        if pending is not None and pending[0] is dm and pending[1:3] == (_fingerprint(dm), hermi):
+            vk = pending[3]
+        else:
+            vk = self.get_jk(mol, dm, hermi, with_j=False, omega=omega)[1]
+        return vk * factor if factor != 1.0 else vk
+
+    def _fusion_restricted_with_exchange(self) -> bool:
+        """Whether a J request will be followed by a K request of the same density: restricted
+        Hartree-Fock, or restricted Kohn-Sham with a hybrid functional."""
+        names = {c.__name__ for c in type(self).__mro__}
+        if names & {"UHF", "UKS", "GHF", "GKS", "ROHF", "ROKS"}:
+            return False
+        xc = getattr(self, "xc", None)
+        if xc is None:
+            return True
+        return bool(self._numint.libxc.is_hybrid_xc(xc))
 
 
-def _check_omega(mol, omega, kwargs) -> None:
+def _fingerprint(dm) -> tuple:
+    return (tuple(dm.shape), float(dm.sum()))
+
+
+def _exchange_factor(mol, omega, kwargs) -> float:
+    """The factor of the full-range exchange asked for; refuses range separation."""
     if omega or getattr(mol, "omega", 0.0):
         raise NotImplementedError(
             f"range-separated exchange (omega = {omega or mol.omega}) is not implemented by "
             "the generated kernels; use the SCF object without fusionrcg.apply"
         )
-    if kwargs.get("lr_factor") is not None or kwargs.get("sr_factor") is not None:
-        raise NotImplementedError("long/short-range exchange factors are not implemented")
+    lr, sr = kwargs.get("lr_factor"), kwargs.get("sr_factor")
+    if lr is None and sr is None:
+        return 1.0
+    if lr is not None and sr is not None and lr != sr:
+        raise NotImplementedError(
+            f"exchange with long-range factor {lr} and short-range factor {sr} needs the "
+            "range-separated operator, which the generated kernels do not implement"
+        )
+    return float(sr if lr is None else lr)
 
 
 def apply(mf, backend: str = "auto", variant: str = "full", kernel_dir=None):
