@@ -61,6 +61,12 @@ def test_uhf_pair_and_general_densities(engine_dz, water_dz):
     _check(engine_dz, water_dz, _random_density(water_dz.nao, 2, seed=2, symmetric=False), 0)
 
 
+def test_contraction_columns_as_segments(water_dz):
+    """Without decontraction each column of a general contraction is a segment of its own."""
+    dm = _random_density(water_dz.nao, seed=4)[0]
+    _check(JK(water_dz, backend="cpu", tol=1e-14, decontract=False), water_dz, dm)
+
+
 def test_cartesian_basis(get_molecule):
     mol = get_molecule("water_clusters/002", "cc-pvdz", cart=True)
     _check(JK(mol, backend="cpu", tol=1e-14), mol, _random_density(mol.nao)[0])

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..angmom import QuartetClass
-from ..runtime.basis import segment_basis
 from ..runtime.items import ItemBatch
 from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, DeviceError, contract_items
 from ..shells import check_mole
 from ..variants import get_variant
 from .arrays import DeviceArrays, HostArrays
+from .basis import engine_basis
 from .kernels import ClassKernels, class_kernels
 from .pairs import PairClass, PairTable, build_pair_table
 from .tasks import MAX_CANDIDATES, Screen, make_items, split, surviving_quartets
@@ -70,7 +70,9 @@ class JK:
     arithmetic as C++) or ``"auto"`` (the GPU when CuPy sees one). ``tol``: screening
     threshold on Q_ab Q_cd |D| (as ``mf.direct_scf_tol``). ``variant``: the kernels' variant
     (``fusionrcg.VARIANTS``). ``profile``: synchronize after each phase and keep a
-    ``BuildProfile`` of the last call in ``last_profile``.
+    ``BuildProfile`` of the last call in ``last_profile``. ``decontract``: build J and K over
+    the primitives of generally contracted shells and contract them back (``jk.basis``);
+    otherwise each contraction column is a segment over all of its shell's primitives.
     """
 
     def __init__(
@@ -81,6 +83,7 @@ class JK:
         variant: str = "full",
         kernel_dir=None,
         profile: bool = False,
+        decontract: bool = True,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -98,7 +101,8 @@ class JK:
         self.variant = get_variant(variant)
         self.profile = profile
         self.last_profile: BuildProfile | None = None
-        self.basis = segment_basis(mol)
+        self.basis, contraction = engine_basis(mol, decontract)
+        self._nao = mol.nao_nr(cart=mol.cart)
         cupy = _cupy_or_none()
         if backend == "auto":
             backend = "gpu" if cupy is not None else "cpu"
@@ -127,6 +131,7 @@ class JK:
         self._kernel_args = (self.variant, self.basis.spherical, target, arch, kernel_dir)
         self._kernels: dict[QuartetClass, ClassKernels] = {}
         xp = self.arrays.xp
+        self._contraction = None if contraction is None else xp.asarray(contraction)
         sizes = np.diff(np.append(self.basis.ao, self.basis.nao))
         self._seg_ao = xp.asarray(self.basis.ao, dtype=xp.int32)
         self._seg_size = xp.asarray(sizes, dtype=xp.int32)
@@ -141,7 +146,8 @@ class JK:
 
     @property
     def nao(self) -> int:
-        return self.basis.nao
+        """AOs of the molecule's basis (what densities and results are over)."""
+        return self._nao
 
     def kernels(self, bra: PairClass, ket: PairClass) -> ClassKernels:
         """The kernels of the canonical class (bra|ket), resolved once."""
@@ -208,8 +214,11 @@ class JK:
         n = dms.shape[0]
         # K of a general density: K = Kh(D) + Kh(D^T)^T, so the kernels see D and D^T
         dk = xp.concatenate([dms, dms.transpose(0, 2, 1)]) if hermi == 0 and with_k else dms
+        c = self._contraction
+        if c is not None:  # into the expanded basis: D' = C D C^T
+            dk = c @ dk @ c.T
         dk = xp.ascontiguousarray(dk)
-        shape = (dk.shape[0], self.nao, self.nao)
+        shape = (dk.shape[0], self.basis.nao, self.basis.nao)
         vj = xp.zeros(shape) if with_j else None
         vk = xp.zeros(shape) if with_k else None
         prof = BuildProfile() if self.profile else None
@@ -223,6 +232,9 @@ class JK:
             vj = vj[:n] + vj[:n].transpose(0, 2, 1)
         if vk is not None:
             vk = vk[:n] + (vk[n:] if hermi == 0 else vk[:n]).transpose(0, 2, 1)
+        if c is not None:  # back to the molecule's AOs: J = C^T J' C
+            vj = None if vj is None else c.T @ vj @ c
+            vk = None if vk is None else c.T @ vk @ c
         tick("symmetrize")
         self.last_profile = prof
         return self._like(dm, vj), self._like(dm, vk)

@@ -1,0 +1,331 @@
+"""``python -m qcbench.scf.bench``: SCF and J/K timings of the J/K engine against GPU4PySCF in
+one process, and the checks that go with them.
+
+Subcommands (each writes JSON lines to ``--out``/records.jsonl and a manifest beside them):
+
+- ``scf``: per system, an RHF SCF with GPU4PySCF's J/K and one with ``fusionrcg.apply``, same
+  molecule, basis, thresholds, guess and cycles; time per iteration (median over the cycles
+  after the first; setup apart), J/K build times at a mid-SCF (third cycle) and the converged
+  density, J/K agreement, and where the engine's time goes per class (a profiled build:
+  quartets, graph FLOPs, kernel seconds, FP64 rate against the peak measured in the run).
+- ``energies``: converged energies (RHF, UHF, B3LYP, M06-2X) and iteration counts, both ways.
+- ``memory``: one J/K build of a large molecule at its initial-guess density (time, memory).
+- ``host-share``: the host's share of a J/K build: process CPU time with blocking device
+  synchronization (the host sleeps while it waits) over the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..molecules import load
+from ..provenance import gpu_info, provenance
+
+FP64_PEAK_KERNEL = r"""
+extern "C" __global__ void fma_peak(double* out, const int iters) {
+    double a = threadIdx.x * 1e-9, b = blockIdx.x * 1e-9, c = 1.0 + a, d = 1.0 - b;
+    double e = a + b, f = a - b, g = 0.5 + a, h = 0.5 - b;
+    for (int i = 0; i < iters; ++i) {
+        a = fma(a, 0.999999, 1e-9); b = fma(b, 0.999999, 1e-9); c = fma(c, 0.999999, 1e-9);
+        d = fma(d, 0.999999, 1e-9); e = fma(e, 0.999999, 1e-9); f = fma(f, 0.999999, 1e-9);
+        g = fma(g, 0.999999, 1e-9); h = fma(h, 0.999999, 1e-9);
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = a + b + c + d + e + f + g + h;
+}
+"""
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def _sync() -> None:
+    _cupy().cuda.Device().synchronize()
+
+
+def fp64_peak() -> float:
+    """FP64 FLOP/s of independent FMA chains on the CUDA cores, measured in this process."""
+    cp = _cupy()
+    fn = cp.RawKernel(FP64_PEAK_KERNEL, "fma_peak")
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    blocks, threads, iters = sms * 16, 256, 4096
+    out = cp.empty(blocks * threads)
+    seconds = median_seconds(lambda: fn((blocks,), (threads,), (out, np.int32(iters))), 5)
+    return 2.0 * 8 * iters * blocks * threads / seconds
+
+
+def median_seconds(run, repeats: int) -> float:
+    """Median wall seconds of ``run()`` over ``repeats`` calls after one warm-up call, the
+    device synchronized around each."""
+    run()
+    _sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        _sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _system(spec: str) -> tuple[str, str]:
+    """``water_clusters/005:cc-pvdz`` -> (molecule, basis)."""
+    name, sep, basis = spec.partition(":")
+    if not sep or not name or not basis:
+        raise SystemExit(f"bad system {spec!r}: expected MOLECULE:BASIS")
+    return name, basis
+
+
+def _make(method: str, mol, gpu: bool):
+    """An SCF object of ``method`` (rhf, uhf, or an RKS functional such as b3lyp)."""
+    if gpu:
+        from gpu4pyscf import dft, scf
+    else:
+        from pyscf import dft, scf
+    if method == "rhf":
+        return scf.RHF(mol)
+    if method == "uhf":
+        return scf.UHF(mol)
+    return dft.RKS(mol, xc=method)
+
+
+def timed_scf(mf, conv_tol: float, direct_scf_tol: float, max_cycle: int, keep_cycle=None):
+    """Run ``mf`` and time it: total, each cycle's end, and the density of cycle
+    ``keep_cycle`` (0-based) if asked."""
+    mf.conv_tol = conv_tol
+    mf.direct_scf_tol = direct_scf_tol
+    mf.max_cycle = max_cycle
+    mf.verbose = 0
+    stamps, kept = [], {}
+
+    def callback(envs) -> None:
+        _sync()
+        stamps.append(time.perf_counter())
+        if keep_cycle is not None and envs["cycle"] == keep_cycle:
+            kept["dm"] = envs["dm"].copy()
+
+    mf.callback = callback
+    _sync()
+    start = time.perf_counter()
+    mf.kernel()
+    _sync()
+    total = time.perf_counter() - start
+    ends = np.array([start, *stamps])
+    per_cycle = np.diff(ends)
+    per_iter = float(np.median(per_cycle[1:])) if len(per_cycle) > 1 else float("nan")
+    return {
+        "e_tot": float(mf.e_tot),
+        "converged": bool(mf.converged),
+        "cycles": len(stamps),
+        "total_s": total,
+        "per_iteration_s": per_iter,
+        "cycle_s": [float(x) for x in per_cycle],
+        # the guess, one-time setup and the first (full) Fock build, less one iteration
+        "setup_s": float(per_cycle[0] - per_iter) if len(per_cycle) > 1 else total,
+    }, kept.get("dm")
+
+
+def engine_profile(engine, dm, peak: float) -> dict:
+    """One profiled build: seconds per phase and per class, surviving quartets, graph FLOPs and
+    the integral kernels' FP64 rate against ``peak``."""
+    engine.profile = True
+    try:
+        engine.get_jk(dm)
+        prof = engine.last_profile
+    finally:
+        engine.profile = False
+    classes = []
+    for name in sorted(prof.quartets, key=lambda n: -prof.flops[n]):
+        seconds = prof.seconds.get(f"integrals {name}", 0.0)
+        rate = prof.flops[name] / seconds if seconds > 0 else 0.0
+        classes.append(
+            {
+                "class": name,
+                "quartets": prof.quartets[name],
+                "items": prof.items[name],
+                "flops": prof.flops[name],
+                "integrals_s": seconds,
+                "kernel2_s": prof.seconds.get(f"kernel 2 {name}", 0.0),
+                "flop_rate": rate,
+                "fraction_of_peak": rate / peak if peak else 0.0,
+            }
+        )
+    phases = {"densities": 0.0, "screening": 0.0, "integrals": 0.0, "kernel 2": 0.0}
+    for key, seconds in prof.seconds.items():
+        phase = next((p for p in phases if key.startswith(p)), key)
+        phases[phase] = phases.get(phase, 0.0) + seconds
+    return {"phases_s": phases, "classes": classes}
+
+
+def _max_diff(a, b) -> float:
+    cp = _cupy()
+    return float(cp.abs(cp.asarray(a) - cp.asarray(b)).max())
+
+
+def _jk_timings(base, engine, mol, dm, repeats: int) -> dict:
+    """Median seconds of GPU4PySCF's J and K as its SCF asks for them (get_j, then get_k), of
+    its get_jk, and of the engine's get_jk at ``dm``; the largest differences of J and K."""
+    timings = {
+        "baseline_get_j_get_k_s": median_seconds(
+            lambda: (base.get_j(mol, dm), base.get_k(mol, dm)), repeats
+        ),
+        "baseline_get_jk_s": median_seconds(lambda: base.get_jk(mol, dm), repeats),
+        "ours_s": median_seconds(lambda: engine.get_jk(dm), repeats),
+    }
+    rj, rk = base.get_jk(mol, dm)
+    vj, vk = engine.get_jk(dm)
+    timings["max_dj"], timings["max_dk"] = _max_diff(vj, rj), _max_diff(vk, rk)
+    return timings
+
+
+def _scf_system(args, name: str, basis: str, peak: float) -> dict:
+    import fusionrcg
+
+    mol = load(name, basis)
+    row = {"kind": "scf", "molecule": name, "basis": basis, "natm": mol.natm, "nao": mol.nao,
+           "method": args.method, "conv_tol": args.conv_tol,
+           "direct_scf_tol": args.direct_scf_tol, "max_cycle": args.max_cycle}  # fmt: skip
+    print(f"{name} {basis}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
+    base = _make(args.method, mol, gpu=True)
+    row["baseline"], mid = timed_scf(
+        base, args.conv_tol, args.direct_scf_tol, args.max_cycle, keep_cycle=2
+    )
+    ours = fusionrcg.apply(_make(args.method, mol, gpu=True), "gpu", kernel_dir=args.kernel_dir)
+    row["ours"], _ = timed_scf(ours, args.conv_tol, args.direct_scf_tol, args.max_cycle)
+    engine = ours.fusion_engine()
+    row["ours"]["engine_setup_s"] = engine.setup_seconds
+    row["delta_e"] = row["ours"]["e_tot"] - row["baseline"]["e_tot"]
+    converged = base.make_rdm1()
+    row["jk"] = {
+        label: _jk_timings(base, engine, mol, dm, args.repeats)
+        for label, dm in (("mid", mid), ("converged", converged))
+        if dm is not None
+    }
+    row["profile"] = engine_profile(engine, converged, peak)
+    return row
+
+
+def run_scf(args, out) -> None:
+    peak = fp64_peak()
+    out({"kind": "fp64_peak", "flop_rate": peak})
+    for spec in args.systems:
+        out(_scf_system(args, *_system(spec), peak))
+        _cupy().get_default_memory_pool().free_all_blocks()
+
+
+def _energy(args, mol, method: str, how: str) -> dict:
+    import fusionrcg
+
+    mf = _make(method, mol, gpu=how != "pyscf")
+    if how == "ours":
+        mf = fusionrcg.apply(mf, "gpu", kernel_dir=args.kernel_dir)
+    result, _ = timed_scf(mf, args.conv_tol, 1e-13, 100)
+    return {k: result[k] for k in ("e_tot", "converged", "cycles")}
+
+
+def run_energies(args, out) -> None:
+    for spec in args.systems:
+        name, basis = _system(spec)
+        mol = load(name, basis)
+        for method in args.methods:
+            row = {"kind": "energy", "molecule": name, "basis": basis, "method": method,
+                   "conv_tol": args.conv_tol}  # fmt: skip
+            for how in ("gpu4pyscf", "pyscf", "ours"):
+                row[how] = _energy(args, mol, method, how)
+            out(row)
+
+
+def run_memory(args, out) -> None:
+    import fusionrcg
+
+    cp = _cupy()
+    for spec in args.systems:
+        name, basis = _system(spec)
+        mol = load(name, basis)
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        start = time.perf_counter()
+        engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir)
+        setup = time.perf_counter() - start
+        dm = cp.asarray(_make("rhf", mol, gpu=False).get_init_guess())
+        start = time.perf_counter()
+        vj, vk = engine.get_jk(dm)
+        _sync()
+        out({"kind": "memory", "molecule": name, "basis": basis, "natm": mol.natm,
+             "nao": mol.nao, "setup_s": setup, "jk_s": time.perf_counter() - start,
+             "pool_bytes": int(pool.total_bytes()), "pairs": engine.pairs.size,
+             "finite": bool(cp.isfinite(vj).all() and cp.isfinite(vk).all())})  # fmt: skip
+
+
+def run_host_share(args, out) -> None:
+    """Run in a process of its own: blocking synchronization is a device flag set before the
+    context exists."""
+    cp = _cupy()
+    cp.cuda.runtime.setDeviceFlags(0x04)  # cudaDeviceScheduleBlockingSync
+    import fusionrcg
+
+    for spec in args.systems:
+        name, basis = _system(spec)
+        mol = load(name, basis)
+        base = _make("rhf", mol, gpu=False)
+        base.max_cycle, base.verbose = 4, 0
+        base.kernel()  # a mid-SCF density
+        engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir)
+        dm = cp.asarray(base.make_rdm1())
+        engine.get_jk(dm)
+        _sync()
+        walls, cpus = [], []
+        for _ in range(args.repeats):
+            w, c = time.perf_counter(), time.process_time()
+            engine.get_jk(dm)
+            _sync()
+            walls.append(time.perf_counter() - w)
+            cpus.append(time.process_time() - c)
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
+        out({"kind": "host_share", "molecule": name, "basis": basis, "nao": mol.nao,
+             "wall_s": wall, "host_cpu_s": cpu, "host_share": cpu / wall})  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qcbench.scf.bench", description=__doc__)
+    parser.add_argument("command", choices=("scf", "energies", "memory", "host-share"))
+    parser.add_argument("--systems", nargs="+", required=True, help="MOLECULE:BASIS ...")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--method", default="rhf")
+    parser.add_argument("--methods", nargs="+", default=["rhf", "uhf", "b3lyp", "m062x"])
+    parser.add_argument("--conv-tol", type=float, default=1e-8)
+    parser.add_argument("--direct-scf-tol", type=float, default=1e-13)
+    parser.add_argument("--max-cycle", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--kernel-dir", default=None)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    records = args.out / "records.jsonl"
+    manifest = args.out / "manifest.json"
+    if not manifest.exists():
+        cp = _cupy()
+        manifest.write_text(json.dumps(provenance(device=gpu_info(cp)), indent=1) + "\n")
+
+    def out(row: dict) -> None:
+        row = {"command": " ".join(["qcbench.scf.bench", *(argv or sys.argv[1:])]), **row}
+        with records.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
+
+    run = {"scf": run_scf, "energies": run_energies, "memory": run_memory,
+           "host-share": run_host_share}[args.command]  # fmt: skip
+    run(args, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
