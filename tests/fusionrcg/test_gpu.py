@@ -71,24 +71,6 @@ def test_gpu_backend_without_gpu_says_so(get_molecule, gpu_present):
 
 
 @pytest.mark.gpu
-def test_gpu_jk_matches_pyscf(get_molecule):
-    """J and K over every class of cc-pVDZ water (Tier 1 and Tier 2 kernels, Kernel 2)."""
-    from pyscf import scf
-
-    from fusionrcg.jk import get_jk
-
-    mol = get_molecule("water_clusters/002", "cc-pvdz")
-    rng = np.random.default_rng(2)
-    a = rng.standard_normal((mol.nao, mol.nao))
-    dm = (a + a.T) / mol.nao
-    vj, vk = get_jk(mol, dm, backend="gpu")
-    rj, rk = scf.hf.get_jk(mol, dm)
-    # sums of about nao^2 integrals: 1e-11 absolute
-    assert np.abs(vj - rj).max() <= 1e-11
-    assert np.abs(vk - rk).max() <= 1e-11
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-bank", "global-bank"])
 def test_gpu_tier2_bank_placements_match_pyscf(get_molecule, monkeypatch, tmp_path, shared):
     """Tier 2 with its slot bank in shared memory (the default where it fits) and in global

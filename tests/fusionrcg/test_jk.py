@@ -1,4 +1,5 @@
-"""The J/K engine (``fusionrcg.JK``, ``fusionrcg.apply``) against PySCF on the CPU backend.
+"""The J/K engine (``fusionrcg.JK``, ``fusionrcg.apply``) against PySCF, on the CPU backend and,
+where a GPU is present, the GPU backend (its kernels from the library: ``FUSIONRCG_KERNEL_DIR``).
 
 Tolerances: J and K agree with ``pyscf.scf.hf.get_jk`` to 1e-10 absolute at a screening
 threshold of 1e-14 (sums of many integrals, each within 1e-12); SCF energies to 1e-8 Eh at
@@ -23,14 +24,22 @@ def _random_density(nao: int, n: int = 1, seed: int = 0, symmetric: bool = True)
     return a + a.transpose(0, 2, 1) if symmetric else a
 
 
+BACKENDS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def water_dz(get_molecule):
     return get_molecule("water_clusters/002", "cc-pvdz")
 
 
 @pytest.fixture(scope="module")
-def engine_dz(water_dz):
-    return JK(water_dz, backend="cpu", tol=1e-14)
+def engine_dz(water_dz, backend):
+    return JK(water_dz, backend=backend, tol=1e-14)
 
 
 def _check(engine: JK, mol, dm, hermi=1, **flags):
@@ -61,18 +70,30 @@ def test_uhf_pair_and_general_densities(engine_dz, water_dz):
     _check(engine_dz, water_dz, _random_density(water_dz.nao, 2, seed=2, symmetric=False), 0)
 
 
-def test_contraction_columns_as_segments(water_dz):
+def test_contraction_columns_as_segments(water_dz, backend):
     """Without decontraction each column of a general contraction is a segment of its own."""
     dm = _random_density(water_dz.nao, seed=4)[0]
-    _check(JK(water_dz, backend="cpu", tol=1e-14, decontract=False), water_dz, dm)
+    _check(JK(water_dz, backend=backend, tol=1e-14, decontract=False), water_dz, dm)
 
 
-def test_cartesian_basis(get_molecule):
+def test_cartesian_basis(get_molecule, backend):
     mol = get_molecule("water_clusters/002", "cc-pvdz", cart=True)
-    _check(JK(mol, backend="cpu", tol=1e-14), mol, _random_density(mol.nao)[0])
+    _check(JK(mol, backend=backend, tol=1e-14), mol, _random_density(mol.nao)[0])
 
 
-def test_general_contraction_and_f_shells():
+def test_device_arrays_in_device_arrays_out(engine_dz, water_dz, backend):
+    if backend != "gpu":
+        pytest.skip("CuPy densities go to the GPU backend")
+    import cupy
+
+    dm = _random_density(water_dz.nao, seed=6)[0]
+    vj, vk = engine_dz.get_jk(cupy.asarray(dm))
+    assert isinstance(vj, cupy.ndarray) and isinstance(vk, cupy.ndarray)
+    rj, rk = scf.hf.get_jk(water_dz, dm)
+    assert np.abs(vj.get() - rj).max() <= JK_TOL and np.abs(vk.get() - rk).max() <= JK_TOL
+
+
+def test_general_contraction_and_f_shells(backend):
     """ANO contractions (several columns over shared primitives) with f shells: Tier 2 classes
     whose Kernel 2 contracts stored integrals."""
     mol = gto.M(
@@ -80,18 +101,21 @@ def test_general_contraction_and_f_shells():
         basis={"O": "ano@3s2p1d1f", "H": "ano@2s1p"},
         verbose=0,
     )
-    _check(JK(mol, backend="cpu", tol=1e-14), mol, _random_density(mol.nao)[0])
+    _check(JK(mol, backend=backend, tol=1e-14), mol, _random_density(mol.nao)[0])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("basis", ["cc-pvtz", "def2-tzvp", "cc-pvqz"])
-def test_triple_and_quadruple_zeta(get_molecule, basis):
+def test_triple_and_quadruple_zeta(get_molecule, basis, backend):
+    """Every class up to (gg|gg) in cc-pVQZ; RHF and UHF (two spins) densities."""
     mol = get_molecule("water_clusters/002", basis)
     dm = scf.RHF(mol).run(max_cycle=3).make_rdm1()
-    _check(JK(mol, backend="cpu", tol=1e-14), mol, dm)
+    engine = JK(mol, backend=backend, tol=1e-14)
+    _check(engine, mol, dm)
+    _check(engine, mol, np.stack([0.6 * dm, 0.4 * dm]))
 
 
-def test_screening_skips_far_quartets_and_small_density_changes(get_molecule):
+def test_screening_skips_far_quartets_and_small_density_changes(backend):
     """Two waters 12 Angstrom apart: K needs no quartet coupling the molecules' pairs, so
     density screening drops work that Schwarz alone keeps; a density change of 1e-12 drops
     most of the rest, and what is kept still gives J and K of that change."""
@@ -100,7 +124,7 @@ def test_screening_skips_far_quartets_and_small_density_changes(get_molecule):
         basis="cc-pvdz",
         verbose=0,
     )
-    engine = JK(mol, backend="cpu", profile=True)
+    engine = JK(mol, backend=backend, profile=True)
     dm = scf.RHF(mol).run(conv_tol=1e-9).make_rdm1()
     engine.get_jk(dm, with_j=False)
     k_only = sum(engine.last_profile.quartets.values())
@@ -127,11 +151,11 @@ def test_screening_skips_far_quartets_and_small_density_changes(get_molecule):
     ],
     ids=["rhf", "uhf", "b3lyp", "m062x", "uks-pbe"],
 )
-def test_scf_energies_match_pyscf(water_dz, make):
+def test_scf_energies_match_pyscf(water_dz, make, backend):
     ref = make(water_dz)
     ref.conv_tol = 1e-10
     ref.kernel()
-    ours = fusionrcg.apply(make(water_dz), backend="cpu")
+    ours = fusionrcg.apply(make(water_dz), backend=backend)
     ours.conv_tol = 1e-10
     ours.kernel()
     assert ours.converged and ref.converged
@@ -183,10 +207,10 @@ def test_gpu_backend_without_gpu_says_so(water_dz, gpu_present):
         JK(water_dz, backend="gpu")
 
 
-def test_j_then_k_of_one_density_is_one_build(water_dz):
+def test_j_then_k_of_one_density_is_one_build(water_dz, backend):
     """GPU4PySCF's restricted Fock build asks for J, then for K of the same density with its
     hybrid factors (lr_factor = sr_factor, omega = 0): one build serves both."""
-    mf = fusionrcg.apply(scf.RHF(water_dz), backend="cpu")
+    mf = fusionrcg.apply(scf.RHF(water_dz), backend=backend)
     engine = mf.fusion_engine()
     engine.profile = True
     dm = _random_density(water_dz.nao, seed=5)[0]
