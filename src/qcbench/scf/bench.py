@@ -211,6 +211,14 @@ def _scf_system(args, name: str, basis: str, peak: float) -> dict:
         if dm is not None
     }
     row["profile"] = engine_profile(engine, converged, peak)
+    # the same build with each contraction column a segment (no decontraction)
+    start = time.perf_counter()
+    columns = fusionrcg.JK(mol, "gpu", args.direct_scf_tol, kernel_dir=args.kernel_dir,
+                           decontract=False)  # fmt: skip
+    row["columns_as_segments"] = {
+        "setup_s": time.perf_counter() - start,
+        "converged_s": median_seconds(lambda: columns.get_jk(converged), args.repeats),
+    }
     return row
 
 

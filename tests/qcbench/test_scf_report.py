@@ -1,0 +1,49 @@
+"""The SCF benchmark report from records shaped as ``qcbench.scf.bench`` writes them."""
+
+from __future__ import annotations
+
+import json
+
+from qcbench.scf import report
+
+
+def _scf_record(molecule: str, basis: str, base: float, ours: float) -> dict:
+    timing = {"baseline_get_j_get_k_s": 2 * base, "baseline_get_jk_s": 3 * base,
+              "ours_s": ours, "max_dj": 1e-12, "max_dk": 2e-12}  # fmt: skip
+    return {
+        "kind": "scf", "molecule": molecule, "basis": basis, "method": "rhf", "natm": 60,
+        "nao": 480,
+        "baseline": {"cycles": 10, "per_iteration_s": base, "setup_s": 1.0},
+        "ours": {"cycles": 10, "per_iteration_s": ours, "setup_s": 2.0, "engine_setup_s": 0.5},
+        "delta_e": 1e-10,
+        "jk": {"mid": timing, "converged": timing},
+        "profile": {
+            "phases_s": {"densities": 0.01, "screening": 0.02, "integrals": 0.05,
+                         "kernel 2": 0.02},
+            "classes": [{"class": "(0,0|0,0)", "quartets": 10, "items": 10, "flops": 1e9,
+                         "integrals_s": 0.01, "kernel2_s": 0.0, "flop_rate": 1e11,
+                         "fraction_of_peak": 0.003}],
+        },
+    }  # fmt: skip
+
+
+def test_report_tables_figures_and_goals(tmp_path):
+    records = tmp_path / "records.jsonl"
+    rows = [
+        _scf_record("water_clusters/005", "cc-pvdz", 0.2, 0.1),
+        _scf_record("water_clusters/006", "cc-pvdz", 0.4, 0.4),
+        _scf_record("water_clusters/003", "cc-pvqz", 1.0, 0.5),
+        {"kind": "energy", "molecule": "water_clusters/002", "basis": "cc-pvdz",
+         "method": "rhf", "gpu4pyscf": {"e_tot": -1.0, "cycles": 9},
+         "pyscf": {"e_tot": -1.0, "cycles": 9}, "ours": {"e_tot": -1.0 + 2e-11, "cycles": 9}},
+    ]  # fmt: skip
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "report"
+    assert report.main(["--records", str(records), "--out", str(out)]) == 0
+    for name in ("scf_iterations.md", "jk_builds.csv", "jk_classes.md", "jk_phases.md",
+                 "fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png"):  # fmt: skip
+        assert (out / name).stat().st_size > 0
+    summary = (out / "SUMMARY.md").read_text()
+    assert "cc-pvdz: 1.50x against 1.5x: MET" in summary  # mean of 2.0x and 1.0x
+    assert "cc-pvqz: 2.00x against 2.5x: NOT MET" in summary
+    assert "ours - GPU4PySCF 2.00e-11 Eh" in summary
