@@ -70,10 +70,19 @@ def test_uhf_pair_and_general_densities(engine_dz, water_dz):
     _check(engine_dz, water_dz, _random_density(water_dz.nao, 2, seed=2, symmetric=False), 0)
 
 
-def test_contraction_columns_as_segments(water_dz, backend):
-    """Without decontraction each column of a general contraction is a segment of its own."""
+def test_decontracted_general_contractions(water_dz, backend):
+    """Generally contracted shells as their primitives, J and K contracted back."""
     dm = _random_density(water_dz.nao, seed=4)[0]
-    _check(JK(water_dz, backend=backend, tol=1e-14, decontract=False), water_dz, dm)
+    _check(JK(water_dz, backend=backend, tol=1e-14, decontract=True), water_dz, dm)
+
+
+def test_split_items_add_up(water_dz, backend):
+    """Quartets of more than max_work primitive quartets run as several items."""
+    dm = _random_density(water_dz.nao, seed=7)[0]
+    engine = JK(water_dz, backend=backend, tol=1e-14, max_work=5, profile=True)
+    _check(engine, water_dz, dm)
+    prof = engine.last_profile
+    assert sum(prof.items.values()) > sum(prof.quartets.values())
 
 
 def test_cartesian_basis(get_molecule, backend):

@@ -24,8 +24,8 @@ from ..variants import get_variant
 from .arrays import DeviceArrays, HostArrays
 from .basis import engine_basis
 from .kernels import ClassKernels, class_kernels
-from .pairs import PairClass, PairTable, build_pair_table
-from .tasks import MAX_CANDIDATES, Screen, make_items, split, surviving_quartets
+from .pairs import PairTable, build_pair_table
+from .tasks import MAX_CANDIDATES, Block, DeviceScreener, HostScreener, Screen, blocks
 
 DEFAULT_TOL = 1e-13
 """Screening threshold when none is given: PySCF's and GPU4PySCF's ``direct_scf_tol``."""
@@ -71,8 +71,11 @@ class JK:
     threshold on Q_ab Q_cd |D| (as ``mf.direct_scf_tol``). ``variant``: the kernels' variant
     (``fusionrcg.VARIANTS``). ``profile``: synchronize after each phase and keep a
     ``BuildProfile`` of the last call in ``last_profile``. ``decontract``: build J and K over
-    the primitives of generally contracted shells and contract them back (``jk.basis``);
-    otherwise each contraction column is a segment over all of its shell's primitives.
+    the primitives of generally contracted shells and contract them back (``jk.basis``; fewer
+    primitive quartets, more quartets, and on the GPU the quartets' J/K updates cost more than
+    the primitive work saved); by default each contraction column is a segment over all of its
+    shell's primitives. ``max_work``: primitive quartets per work item at most (larger quartets
+    are split); by default the GPU executor's, none on the CPU.
     """
 
     def __init__(
@@ -83,7 +86,8 @@ class JK:
         variant: str = "full",
         kernel_dir=None,
         profile: bool = False,
-        decontract: bool = True,
+        decontract: bool = False,
+        max_work: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -115,7 +119,7 @@ class JK:
             self.executor = GpuExecutor(kernel_dir)
             self.arrays = DeviceArrays(cupy)
             self._basis_arrays = self.executor.device_basis(self.basis)
-            self.max_work = self.executor.max_work
+            self.max_work = self.executor.max_work if max_work is None else max_work
             free = cupy.cuda.Device().mem_info[0]
             self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // 8))
             self._candidates = int(min(MAX_CANDIDATES, free // 256))
@@ -124,7 +128,7 @@ class JK:
             self.executor = CpuExecutor(kernel_dir)
             self.arrays = HostArrays()
             self._basis_arrays = self.basis
-            self.max_work = None
+            self.max_work = max_work
             self._buffer_budget = BUFFER_BUDGET_BYTES
             self._candidates = MAX_CANDIDATES
             target, arch = "cpp", "host"
@@ -136,12 +140,15 @@ class JK:
         self._seg_ao = xp.asarray(self.basis.ao, dtype=xp.int32)
         self._seg_size = xp.asarray(sizes, dtype=xp.int32)
         self.pairs: PairTable = build_pair_table(self.basis, self.arrays, self._schwarz)
-        self.classes = [
-            (bra, ket) for bra in self.pairs.classes for ket in self.pairs.classes
-            if bra.key >= ket.key
-        ]  # fmt: skip
-        for bra, ket in self.classes:
-            self.kernels(bra, ket)
+        screener = DeviceScreener if self.arrays.device else HostScreener
+        self._screener = screener(self.arrays, self._candidates)
+        groups = self.pairs.classes()
+        self.classes: list[tuple[ClassKernels, list[Block]]] = []
+        for bra_ls, bra in groups.items():
+            for ket_ls, ket in groups.items():
+                if bra[0].key >= ket[0].key:
+                    kernels = self.kernels(QuartetClass(*bra_ls, *ket_ls))
+                    self.classes.append((kernels, blocks(bra, ket, self.max_work)))
         self.setup_seconds = time.perf_counter() - start
 
     @property
@@ -149,17 +156,16 @@ class JK:
         """AOs of the molecule's basis (what densities and results are over)."""
         return self._nao
 
-    def kernels(self, bra: PairClass, ket: PairClass) -> ClassKernels:
-        """The kernels of the canonical class (bra|ket), resolved once."""
-        cls = QuartetClass(bra.la, bra.lb, ket.la, ket.lb)
+    def kernels(self, cls: QuartetClass) -> ClassKernels:
+        """The kernels of the canonical class ``cls``, resolved once."""
         if cls not in self._kernels:
             self._kernels[cls] = class_kernels(cls, *self._kernel_args)
         return self._kernels[cls]
 
-    def _schwarz(self, pc: PairClass, a, b, ranges, data):
+    def _schwarz(self, la: int, lb: int, a, b, ranges, data):
         """Q_ab = max |(ab|ab)|^(1/2) of pairs (a, b) from the store kernel of (ab|ab)."""
         xp = self.arrays.xp
-        store = self.kernels(pc, pc).store
+        store = self.kernels(QuartetClass(la, lb, la, lb)).store
         n = int(a.shape[0])
         batch = ItemBatch(
             quartets=xp.ascontiguousarray(xp.stack([a, b, a, b], axis=1), dtype=xp.int32),
@@ -168,7 +174,7 @@ class JK:
         )
         largest = []
         per_item = 8 * (store.n_outputs + store.global_slots)
-        for part in split(batch, per_item, self._buffer_budget):
+        for part in batch.parts(per_item, self._buffer_budget):
             ints = self.executor.run_items(store, part, self._basis_arrays, data)
             if self.arrays.device:  # tiles of 32 items: (tiles, n_outputs, 32)
                 m = xp.abs(ints.reshape(-1, store.n_outputs, 32)).max(axis=1).ravel()
@@ -226,8 +232,13 @@ class JK:
         blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
         screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
         tick("densities")
-        for bra, ket in self.classes:
-            self._build_class(bra, ket, screen, dk, vj, vk, prof, tick)
+        for kernels, class_blocks in self.classes:
+            for block in class_blocks:
+                for items in self._screener.items(self.pairs, block, screen):
+                    tick("screening")
+                    if prof is not None:
+                        self._count(prof, kernels, items, block.items_per_quartet)
+                    self._run(kernels, items, dk, vj, vk, tick)
         if vj is not None:
             vj = vj[:n] + vj[:n].transpose(0, 2, 1)
         if vk is not None:
@@ -239,44 +250,40 @@ class JK:
         self.last_profile = prof
         return self._like(dm, vj), self._like(dm, vk)
 
-    def _build_class(self, bra, ket, screen, dk, vj, vk, prof, tick) -> None:
-        kernels = self.kernels(bra, ket)
+    def _count(self, prof: BuildProfile, kernels: ClassKernels, items, per_quartet: int) -> None:
+        """Quartets, items and graph FLOPs (every item's primitive quartets and its HRR)."""
         name = str(kernels.cls)
-        for ib, ik in surviving_quartets(
-            self.arrays, self.pairs, bra, ket, screen, self._candidates
-        ):
-            if ib.shape[0] == 0:
-                continue
-            items = make_items(self.arrays.xp, self.pairs, ib, ik, self.max_work)
-            tick("screening")
-            if prof is not None:
-                prof.quartets[name] += int(ib.shape[0])
-                prof.items[name] += items.size
-                rows = items.ranges[:, 1].reshape(-1, 2).astype(self.arrays.xp.float64)
-                f = kernels.store.flops
-                per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
-                primitive_quartets = float((rows[:, 0] * rows[:, 1]).sum())
-                prof.flops[name] += per_primitive * primitive_quartets
-                prof.flops[name] += f.hrr_per_contracted * items.size
-            if kernels.fused is not None:
-                self.executor.run_items(
-                    kernels.fused, items, self._basis_arrays, self.pairs.data, dk, vj, vk
-                )
-                tick(f"integrals {name}")
-                continue
-            store = kernels.store
-            per_item = 8 * (store.n_outputs + store.global_slots)
-            for part in split(items, per_item, self._buffer_budget):
-                ints = self.executor.run_items(store, part, self._basis_arrays, self.pairs.data)
-                tick(f"integrals {name}")
-                if self.arrays.device:
-                    self.executor.contract_items(store, part, ints, self._basis_arrays, dk, vj, vk)
-                else:
-                    contract_items(
-                        store.output_shape, ints, part.quartets, part.scales, self.basis.ao,
-                        dk, vj, vk,
-                    )  # fmt: skip
-                tick(f"kernel 2 {name}")
+        rows = items.ranges[:, 1].reshape(-1, 2).astype(self.arrays.xp.float64)
+        f = kernels.store.flops
+        per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
+        prof.quartets[name] += items.size // per_quartet
+        prof.items[name] += items.size
+        prof.flops[name] += per_primitive * float((rows[:, 0] * rows[:, 1]).sum())
+        prof.flops[name] += f.hrr_per_contracted * items.size
+
+    def _run(self, kernels: ClassKernels, items, dk, vj, vk, tick) -> None:
+        """The class's kernels over ``items``: the fused J/K kernel, or the store kernel and
+        Kernel 2 in parts whose integral buffers fit the budget."""
+        name = str(kernels.cls)
+        if kernels.fused is not None:
+            self.executor.run_items(
+                kernels.fused, items, self._basis_arrays, self.pairs.data, dk, vj, vk
+            )
+            tick(f"integrals {name}")
+            return
+        store = kernels.store
+        per_item = 8 * (store.n_outputs + store.global_slots)
+        for part in items.parts(per_item, self._buffer_budget):
+            ints = self.executor.run_items(store, part, self._basis_arrays, self.pairs.data)
+            tick(f"integrals {name}")
+            if self.arrays.device:
+                self.executor.contract_items(store, part, ints, self._basis_arrays, dk, vj, vk)
+            else:
+                contract_items(
+                    store.output_shape, ints, part.quartets, part.scales, self.basis.ao,
+                    dk, vj, vk,
+                )  # fmt: skip
+            tick(f"kernel 2 {name}")
 
     def _clock(self, prof: BuildProfile | None):
         """A function that books the time since its last call under a phase (synchronizing

@@ -31,11 +31,15 @@ pair's rows: a primitive quartet carries the product of a bra and a ket factor."
 
 
 @dataclass(frozen=True)
-class PairClass:
-    """Pairs [start, stop) of a ``PairTable`` with angular momenta (la, lb), la >= lb."""
+class PairGroup:
+    """Pairs [start, stop) of a ``PairTable``: angular momenta (la, lb), la >= lb, and
+    ``rows`` primitive pairs (n_a * n_b before the primitive cutoff), by descending bound.
+    Quartets of two groups run the same number of primitive-loop trips, so a launch over them
+    keeps the threads of a warp in step."""
 
     la: int
     lb: int
+    rows: int
     start: int
     stop: int
 
@@ -56,11 +60,18 @@ class PairTable:
     bound: Any  # (n,) float64 Schwarz bound
     ranges: Any  # (n, 2) int32 first row in ``data``, row count
     data: Any  # (rows, 6) float64 primitive-pair fields (``lowering.kernel.PAIR_FIELDS``)
-    classes: tuple[PairClass, ...]
+    groups: tuple[PairGroup, ...]  # by pair class, then rows
 
     @property
     def size(self) -> int:
         return int(self.first.shape[0])
+
+    def classes(self) -> dict[tuple[int, int], list[PairGroup]]:
+        """The groups of each pair class (la, lb)."""
+        found: dict[tuple[int, int], list[PairGroup]] = {}
+        for g in self.groups:
+            found.setdefault((g.la, g.lb), []).append(g)
+        return found
 
 
 def _segment_extremes(basis: SegmentedBasis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,13 +123,13 @@ def primitive_rows(basis: SegmentedBasis, a, b, xp) -> tuple[Any, Any]:
     return ranges, xp.ascontiguousarray(data)
 
 
-SchwarzFn = Callable[[PairClass, Any, Any, Any, Any], Any]
-"""(pair class, a, b, ranges, data) -> Schwarz bound of each pair."""
+SchwarzFn = Callable[[int, int, Any, Any, Any, Any], Any]
+"""(la, lb, a, b, ranges, data) -> Schwarz bound of each pair."""
 
 
 def build_pair_table(basis: SegmentedBasis, arrays, schwarz: SchwarzFn) -> PairTable:
     """The pairs of ``basis`` that can contribute, with their rows and bounds (``arrays``:
-    ``HostArrays`` or ``DeviceArrays``, where the table lives)."""
+    ``HostArrays`` or ``DeviceArrays``, where the table lives), grouped by class and rows."""
     xp = arrays.xp
     a, b = candidate_pairs(basis, xp)
     l = xp.asarray(basis.l)
@@ -129,27 +140,22 @@ def build_pair_table(basis: SegmentedBasis, arrays, schwarz: SchwarzFn) -> PairT
     alive = ranges[:, 1] > 0
     a, b, key, ranges = a[alive], b[alive], key[alive], ranges[alive]
     keys = arrays.to_host(key)
+    nprim = basis.prim[:, 1].astype(np.int64)
+    nominal = nprim[arrays.to_host(a)] * nprim[arrays.to_host(b)]
     present, starts = np.unique(keys, return_index=True)
     stops = np.append(starts[1:], len(keys))
-    firsts, seconds, bounds, all_ranges, classes = [], [], [], [], []
+    bound = xp.zeros(len(keys))
+    parts, groups = [], []
     offset = 0
     for k, lo, hi in zip(present, starts, stops):
-        pc = PairClass(int(k) // (LMAX + 1), int(k) % (LMAX + 1), offset, offset + int(hi - lo))
-        q = xp.asarray(schwarz(pc, a[lo:hi], b[lo:hi], ranges[lo:hi], data))
-        desc = xp.argsort(-q)
-        firsts.append(a[lo:hi][desc])
-        seconds.append(b[lo:hi][desc])
-        bounds.append(q[desc])
-        all_ranges.append(ranges[lo:hi][desc])
-        classes.append(pc)
-        offset = pc.stop
-    cat = xp.concatenate
-    empty_i = xp.zeros(0, dtype=xp.int32)
-    return PairTable(
-        first=cat(firsts) if firsts else empty_i,
-        second=cat(seconds) if seconds else empty_i,
-        bound=cat(bounds) if bounds else xp.zeros(0),
-        ranges=cat(all_ranges) if all_ranges else xp.zeros((0, 2), dtype=xp.int32),
-        data=data,
-        classes=tuple(classes),
-    )
+        la, lb = int(k) // (LMAX + 1), int(k) % (LMAX + 1)
+        bound[lo:hi] = xp.asarray(schwarz(la, lb, a[lo:hi], b[lo:hi], ranges[lo:hi], data))
+        rows = nominal[lo:hi]
+        for r in np.unique(rows):
+            members = xp.asarray(np.flatnonzero(rows == r) + lo)
+            members = members[xp.argsort(-bound[members])]
+            parts.append(members)
+            groups.append(PairGroup(la, lb, int(r), offset, offset + int(members.shape[0])))
+            offset = groups[-1].stop
+    order = xp.concatenate(parts) if parts else xp.zeros(0, dtype=xp.int64)
+    return PairTable(a[order], b[order], bound[order], ranges[order], data, tuple(groups))

@@ -8,6 +8,7 @@ the rows of the primitive-pair table its bra and its ket loop over: ``ranges[2q]
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,3 +22,12 @@ class ItemBatch:
     @property
     def size(self) -> int:
         return int(self.scales.shape[0])
+
+    def parts(self, per_item_bytes: int, budget: int) -> Iterator[ItemBatch]:
+        """The batch in consecutive parts whose buffers (``per_item_bytes`` per item) fit
+        ``budget`` (a part holds one item at least)."""
+        n = self.size
+        step = n if per_item_bytes == 0 else max(1, budget // per_item_bytes)
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            yield ItemBatch(self.quartets[lo:hi], self.scales[lo:hi], self.ranges[2 * lo : 2 * hi])
