@@ -233,12 +233,11 @@ class JK:
         screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
         tick("densities")
         for kernels, class_blocks in self.classes:
-            for block in class_blocks:
-                for items in self._screener.items(self.pairs, block, screen):
-                    tick("screening")
-                    if prof is not None:
-                        self._count(prof, kernels, items, block.items_per_quartet)
-                    self._run(kernels, items, dk, vj, vk, tick)
+            for block, items in self._screener.class_items(self.pairs, class_blocks, screen):
+                tick("screening")
+                if prof is not None:
+                    self._count(prof, kernels, items, block.items_per_quartet)
+                self._run(kernels, items, dk, vj, vk, tick)
         if vj is not None:
             vj = vj[:n] + vj[:n].transpose(0, 2, 1)
         if vk is not None:

@@ -117,6 +117,12 @@ class HostScreener:
         self.arrays = arrays
         self.limit = limit
 
+    def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
+        """The items of each block of a class that pass the screening."""
+        for block in class_blocks:
+            for items in self.items(table, block, screen):
+                yield block, items
+
     def items(self, table: PairTable, block: Block, screen: Screen) -> Iterator[ItemBatch]:
         xp = self.arrays.xp
         if screen.largest <= 0.0 or block.bra.size == 0 or block.ket.size == 0:
@@ -170,34 +176,51 @@ def _chunk(xp, rows, index, size: int):
 
 
 SCREEN_KERNEL = r"""
-// One warp per bra pair of a block: the kets that pass Q_ab Q_cd d >= tol, appended (warp by
-// warp) as items: quartet, weight and the bra and ket row ranges of each chunk.
+// Warps over the bra pairs of a table of segments (a segment: bra pairs [bra0, bra0 + n) of a
+// block, local bra index from local0, its ket group [ket0, ket0 + n_ket)). Each warp finds by
+// binary search the kets that pass with the largest density block (a prefix of the ket group;
+// in a triangle block those at or before the bra). Without `write` it adds their count times
+// the items per quartet to total[s]; with it, it tests each candidate against its own density
+// blocks, Q_ab Q_cd d >= tol, and appends the survivors' items to the segment's region (warp
+// by warp): quartet, weight, and the bra and ket row ranges of each chunk, within the region
+// [region[s], region[s + 1]) that the count allowed.
 #define BLK(i, j) blocks[(size_t)(i) * nseg + (j)]
 extern "C" __global__ void frcg_screen_items(
-    const int n_bra, const int bra0, const int ket0, const int n_ket, const int triangle,
+    const int n_seg, const long long* __restrict__ warp_start, const int* __restrict__ seg,
     const int* __restrict__ first, const int* __restrict__ second,
     const double* __restrict__ bound, const int* __restrict__ ranges,
     const float* __restrict__ blocks, const int nseg, const double tol, const double largest,
-    const int with_j, const int with_k, const int bra_chunks, const int bra_size,
-    const int ket_chunks, const int ket_size, int* __restrict__ quartets,
-    double* __restrict__ scales, int* __restrict__ item_ranges,
-    unsigned long long* __restrict__ counter)
+    const int with_j, const int with_k, const int write, unsigned long long* __restrict__ total,
+    const long long* __restrict__ region, int* __restrict__ quartets,
+    double* __restrict__ scales, int* __restrict__ item_ranges)
 {
-    const int w = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    const long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
-    if (w >= n_bra) return;
-    const int ib = bra0 + w;
+    if (w >= warp_start[n_seg]) return;
+    int s = 0, top = n_seg;  // the segment of warp w: warp_start[s] <= w < warp_start[s + 1]
+    while (top - s > 1) {
+        const int mid = (s + top) >> 1;
+        if (warp_start[mid] <= w) s = mid; else top = mid;
+    }
+    const int* const t = seg + 10 * s;  // bra0, local0, ket0, n_ket, triangle, chunks
+    const int local = t[1] + (int)(w - warp_start[s]);
+    const int ib = t[0] + (int)(w - warp_start[s]), ket0 = t[2], n_ket = t[3];
+    const int bra_chunks = t[5], bra_size = t[6], ket_chunks = t[7], ket_size = t[8];
+    const int per = bra_chunks * ket_chunks;
     const double qb = bound[ib];
     const double need = tol / (qb * largest);
-    int lo = 0, hi = triangle ? min(n_ket, w + 1) : n_ket;  // kets [0, lo) pass
+    int lo = 0, hi = t[4] ? min(n_ket, local + 1) : n_ket;  // kets [0, lo) pass
     while (lo < hi) {
         const int mid = (lo + hi) >> 1;
         if (bound[ket0 + mid] >= need) lo = mid + 1; else hi = mid;
     }
     const int count = lo;
+    if (!write) {
+        if (lane == 0 && count) atomicAdd(&total[s], (unsigned long long)count * per);
+        return;
+    }
     const int a = first[ib], b = second[ib];
     const float dab = BLK(a, b);
-    const int per = bra_chunks * ket_chunks;
     const int bf = ranges[2 * ib], bn = ranges[2 * ib + 1];
     for (int base = 0; base < count; base += 32) {
         const int k = base + lane;
@@ -218,10 +241,12 @@ extern "C" __global__ void frcg_screen_items(
         const unsigned mask = __ballot_sync(0xffffffffu, keep);
         if (!mask) continue;
         unsigned long long start = 0;
-        if (lane == 0) start = atomicAdd(counter, (unsigned long long)__popc(mask) * per);
+        if (lane == 0) start = atomicAdd(&total[s], (unsigned long long)__popc(mask) * per);
         start = __shfl_sync(0xffffffffu, start, 0);
         if (!keep) continue;
-        const long long q0 = (long long)start + (long long)__popc(mask & ((1u << lane) - 1u)) * per;
+        const long long q0 = region[s] + (long long)start
+                             + (long long)__popc(mask & ((1u << lane) - 1u)) * per;
+        if (q0 + per > region[s + 1]) continue;  // more than counted: the host reports it
         const double weight = 1.0 / ((1.0 + (a == b)) * (1.0 + (c == d)) * (1.0 + (ib == ik)));
         const int kf = ranges[2 * ik], kn = ranges[2 * ik + 1];
         for (int x = 0; x < bra_chunks; ++x)
@@ -243,41 +268,101 @@ extern "C" __global__ void frcg_screen_items(
 """
 
 
+@dataclass(frozen=True)
+class _Segment:
+    """Bra pairs [lo, hi) (local to the bra group) of a block."""
+
+    block: Block
+    lo: int
+    hi: int
+
+    def row(self) -> list[int]:
+        b = self.block
+        return [b.bra.start + self.lo, self.lo, b.ket.start, b.ket.size, int(b.triangle),
+                b.bra_chunks, b.bra_size, b.ket_chunks, b.ket_size, 0]  # fmt: skip
+
+
 class DeviceScreener:
-    """The screening and items in one kernel per block and bra range (CuPy: the GPU)."""
+    """The screening and items of a class in two kernel launches per round of its blocks
+    (CuPy: the GPU): one counts each block's candidates (the room its items may need), one
+    tests them and writes the survivors' items; the host reads back one small array after
+    each, not one per block."""
 
     THREADS = 256
 
-    def __init__(self, arrays, limit: int = MAX_CANDIDATES) -> None:
+    def __init__(self, arrays, limit: int = MAX_CANDIDATES, kernel=None) -> None:
+        """``kernel``: the compiled ``SCREEN_KERNEL`` (default: CuPy's build of it); called as
+        ``kernel(grid, block, args)``."""
         self.arrays = arrays
         self.limit = limit
-        self._kernel = arrays.xp.RawKernel(SCREEN_KERNEL, "frcg_screen_items")
-        self._counter = arrays.xp.zeros(1, dtype=arrays.xp.uint64)
+        self._kernel = kernel or arrays.xp.RawKernel(SCREEN_KERNEL, "frcg_screen_items")
 
-    def items(self, table: PairTable, block: Block, screen: Screen) -> Iterator[ItemBatch]:
+    def _launch(self, table, screen, segments: list[_Segment], write: bool, region=None,
+                out=(None, None, None)):  # fmt: skip
         cp = self.arrays.xp
-        if screen.largest <= 0.0 or block.bra.size == 0 or block.ket.size == 0:
+        warps = np.cumsum([0] + [s.hi - s.lo for s in segments]).astype(np.int64)
+        total = cp.zeros(len(segments), dtype=cp.uint64)
+        quartets, scales, ranges = out
+        null = np.uint64(0)
+        args = (
+            np.int32(len(segments)), cp.asarray(warps),
+            cp.asarray(np.array([s.row() for s in segments], dtype=np.int32)),
+            table.first, table.second, table.bound, table.ranges, screen.blocks,
+            np.int32(screen.blocks.shape[0]), np.float64(screen.tol),
+            np.float64(screen.largest), np.int32(screen.with_j), np.int32(screen.with_k),
+            np.int32(write), total, null if region is None else cp.asarray(region),
+            null if quartets is None else quartets, null if scales is None else scales,
+            null if ranges is None else ranges,
+        )  # fmt: skip
+        grid = (_ceil_div(32 * int(warps[-1]), self.THREADS),)
+        self._kernel(grid, (self.THREADS,), args)
+        return self.arrays.to_host(total).astype(np.int64)
+
+    def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
+        if screen.largest <= 0.0:
             return
-        counts = self.arrays.to_host(_ket_counts(cp, table, block, screen))
-        per = block.items_per_quartet
-        for lo, hi in _bra_ranges(counts, self.limit):
-            capacity = int(counts[lo:hi].sum()) * per
-            quartets = cp.empty((capacity, 4), dtype=cp.int32)
-            scales = cp.empty(capacity)
-            ranges = cp.empty((2 * capacity, 2), dtype=cp.int32)
-            self._counter.fill(0)
-            n_bra = hi - lo
-            grid = (_ceil_div(32 * n_bra, self.THREADS),)
-            args = (
-                np.int32(n_bra), np.int32(block.bra.start + lo), np.int32(block.ket.start),
-                np.int32(block.ket.size), np.int32(block.triangle), table.first, table.second,
-                table.bound, table.ranges, screen.blocks, np.int32(screen.blocks.shape[0]),
-                np.float64(screen.tol), np.float64(screen.largest), np.int32(screen.with_j),
-                np.int32(screen.with_k), np.int32(block.bra_chunks), np.int32(block.bra_size),
-                np.int32(block.ket_chunks), np.int32(block.ket_size), quartets, scales, ranges,
-                self._counter,
-            )  # fmt: skip
-            self._kernel(grid, (self.THREADS,), args)
-            n = int(self._counter.get()[0])
-            if n:
-                yield ItemBatch(quartets[:n], scales[:n], ranges[: 2 * n])
+        whole = [_Segment(b, 0, b.bra.size) for b in class_blocks if b.bra.size and b.ket.size]
+        if not whole:
+            return
+        room = self._launch(table, screen, whole, write=False)
+        rounds, current, used = [], [], 0
+        for segment, need in zip(whole, room):
+            if need == 0:
+                continue
+            pieces = [(segment, need)]
+            if need > self.limit:  # a block too large for one round: by bra ranges
+                block = segment.block
+                counts = _ket_counts(self.arrays.xp, table, block, screen)
+                counts = self.arrays.to_host(counts) * block.items_per_quartet
+                pieces = [
+                    (_Segment(block, lo, hi), int(counts[lo:hi].sum()))
+                    for lo, hi in _bra_ranges(counts, self.limit)
+                ]
+            for piece in pieces:
+                if current and used + piece[1] > self.limit:
+                    rounds.append(current)
+                    current, used = [], 0
+                current.append(piece)
+                used += piece[1]
+        if current:
+            rounds.append(current)
+        for pieces in rounds:
+            yield from self._round(table, screen, pieces)
+
+    def _round(self, table, screen, pieces) -> Iterator[tuple[Block, ItemBatch]]:
+        cp = self.arrays.xp
+        region = np.cumsum([0] + [need for _, need in pieces]).astype(np.int64)
+        n = int(region[-1])
+        out = (cp.empty((n, 4), dtype=cp.int32), cp.empty(n), cp.empty((2 * n, 2), cp.int32))
+        segments = [segment for segment, _ in pieces]
+        written = self._launch(table, screen, segments, True, region, out)
+        if np.any(written > np.diff(region)):
+            raise RuntimeError("the screening kernel found more items than it counted")
+        quartets, scales, ranges = out
+        for segment, lo, count in zip(segments, region[:-1], written):
+            if count:
+                hi = int(lo + count)
+                yield (
+                    segment.block,
+                    ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * int(lo) : 2 * hi]),
+                )
