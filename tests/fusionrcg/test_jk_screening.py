@@ -38,9 +38,8 @@ def test_device_screening_kernel_makes_the_host_screeners_items(with_j, with_k):
     blocks = arrays.block_absmax(dm[None], engine.basis.ao, sizes)
     screen = Screen(1e-11, blocks, float(blocks.max()), with_j, with_k)
     host = HostScreener(arrays)
-    device = DeviceScreener(
-        arrays, limit=40, kernel=emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
-    )
+    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
+    device = DeviceScreener(arrays, limit=40, kernel=kernel, spread=with_j and with_k)
     checked = 0
     for kernels, class_blocks in engine.classes:
         if kernels.cls.total > 2:  # the emulation is slow: the s and p classes

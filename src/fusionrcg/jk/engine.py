@@ -75,7 +75,8 @@ class JK:
     primitive quartets, more quartets, and on the GPU the quartets' J/K updates cost more than
     the primitive work saved); by default each contraction column is a segment over all of its
     shell's primitives. ``max_work``: primitive quartets per work item at most (larger quartets
-    are split); by default the GPU executor's, none on the CPU.
+    are split); by default the GPU executor's, none on the CPU. ``spread_items`` (GPU): give
+    the integral kernels each block's items in a strided order (``tasks.DeviceScreener``).
     """
 
     def __init__(
@@ -88,6 +89,7 @@ class JK:
         profile: bool = False,
         decontract: bool = False,
         max_work: int | None = None,
+        spread_items: bool = True,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -140,8 +142,10 @@ class JK:
         self._seg_ao = xp.asarray(self.basis.ao, dtype=xp.int32)
         self._seg_size = xp.asarray(sizes, dtype=xp.int32)
         self.pairs: PairTable = build_pair_table(self.basis, self.arrays, self._schwarz)
-        screener = DeviceScreener if self.arrays.device else HostScreener
-        self._screener = screener(self.arrays, self._candidates)
+        if self.arrays.device:
+            self._screener = DeviceScreener(self.arrays, self._candidates, spread=spread_items)
+        else:
+            self._screener = HostScreener(self.arrays, self._candidates)
         groups = self.pairs.classes()
         self.classes: list[tuple[ClassKernels, list[Block]]] = []
         for bra_ls, bra in groups.items():

@@ -26,6 +26,8 @@ from .pairs import PairGroup, PairTable
 MAX_CANDIDATES = 1 << 24
 """Candidate quartets tested at once (the arrays of one screening step)."""
 
+SPREAD_STRIDES = (1_000_003, 999_983)  # primes: one of them does not divide a block's size
+
 
 @dataclass(frozen=True)
 class Screen:
@@ -290,11 +292,17 @@ class DeviceScreener:
 
     THREADS = 256
 
-    def __init__(self, arrays, limit: int = MAX_CANDIDATES, kernel=None) -> None:
+    def __init__(
+        self, arrays, limit: int = MAX_CANDIDATES, kernel=None, spread: bool = True
+    ) -> None:
         """``kernel``: the compiled ``SCREEN_KERNEL`` (default: CuPy's build of it); called as
-        ``kernel(grid, block, args)``."""
+        ``kernel(grid, block, args)``. ``spread``: hand out each block's items in a strided
+        order instead of as written (each warp's survivors share one bra pair), so that the
+        threads of a warp of the integral kernel add into different J and K elements rather
+        than all into the same J_ab."""
         self.arrays = arrays
         self.limit = limit
+        self.spread = spread
         self._kernel = kernel or arrays.xp.RawKernel(SCREEN_KERNEL, "frcg_screen_items")
 
     def _launch(self, table, screen, segments: list[_Segment], write: bool, region=None,
@@ -362,7 +370,15 @@ class DeviceScreener:
         for segment, lo, count in zip(segments, region[:-1], written):
             if count:
                 hi = int(lo + count)
-                yield (
-                    segment.block,
-                    ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * int(lo) : 2 * hi]),
-                )
+                items = ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * int(lo) : 2 * hi])
+                yield segment.block, self._spread(items) if self.spread else items
+
+    def _spread(self, items: ItemBatch) -> ItemBatch:
+        """``items`` in the order q -> (q * stride) mod n, a stride coprime to n: neighbours
+        come from far apart in the written order, so from different bras and kets."""
+        cp = self.arrays.xp
+        n = items.size
+        stride = next(p for p in SPREAD_STRIDES if n % p)
+        order = (cp.arange(n, dtype=cp.int64) * stride) % n
+        ranges = items.ranges.reshape(n, 4)[order].reshape(-1, 2)
+        return ItemBatch(items.quartets[order], items.scales[order], ranges)
