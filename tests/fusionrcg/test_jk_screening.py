@@ -10,7 +10,13 @@ from pyscf import gto, scf
 
 from fusionrcg.jk import JK
 from fusionrcg.jk.arrays import HostArrays
-from fusionrcg.jk.tasks import SCREEN_KERNEL, DeviceScreener, HostScreener, Screen
+from fusionrcg.jk.tasks import (
+    GATHER_KERNEL,
+    SCREEN_KERNEL,
+    DeviceScreener,
+    HostScreener,
+    Screen,
+)
 
 
 def _item_set(pairs) -> dict:
@@ -39,7 +45,8 @@ def test_device_screening_kernel_makes_the_host_screeners_items(with_j, with_k):
     screen = Screen(1e-11, blocks, float(blocks.max()), with_j, with_k)
     host = HostScreener(arrays)
     kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
-    device = DeviceScreener(arrays, limit=40, kernel=kernel, spread=with_j and with_k)
+    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
+    device = DeviceScreener(arrays, 40, kernel, gather, spread=with_j and with_k)
     checked = 0
     for kernels, class_blocks in engine.classes:
         if kernels.cls.total > 2:  # the emulation is slow: the s and p classes

@@ -270,6 +270,35 @@ extern "C" __global__ void frcg_screen_items(
 """
 
 
+GATHER_KERNEL = r"""
+// Packs the items that the screening wrote into each segment's region (region[s], count
+// start[s + 1] - start[s]) into one array, segment after segment; item q of segment s is taken
+// from position (q * stride[s]) mod count of its region.
+extern "C" __global__ void frcg_gather_items(
+    const int n_seg, const long long* __restrict__ start, const long long* __restrict__ region,
+    const long long* __restrict__ stride, const int* __restrict__ quartets,
+    const double* __restrict__ scales, const int* __restrict__ ranges,
+    int* __restrict__ quartets_out, double* __restrict__ scales_out,
+    int* __restrict__ ranges_out)
+{
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (t >= start[n_seg]) return;
+    int s = 0, top = n_seg;
+    while (top - s > 1) {
+        const int mid = (s + top) >> 1;
+        if (start[mid] <= t) s = mid; else top = mid;
+    }
+    const long long n = start[s + 1] - start[s], q = t - start[s];
+    const long long src = region[s] + (q * stride[s]) % n;
+    for (int i = 0; i < 4; ++i) {
+        quartets_out[4 * t + i] = quartets[4 * src + i];
+        ranges_out[4 * t + i] = ranges[4 * src + i];
+    }
+    scales_out[t] = scales[src];
+}
+"""
+
+
 @dataclass(frozen=True)
 class _Segment:
     """Bra pairs [lo, hi) (local to the bra group) of a block."""
@@ -293,17 +322,18 @@ class DeviceScreener:
     THREADS = 256
 
     def __init__(
-        self, arrays, limit: int = MAX_CANDIDATES, kernel=None, spread: bool = True
+        self, arrays, limit: int = MAX_CANDIDATES, kernel=None, gather=None, spread: bool = True
     ) -> None:
-        """``kernel``: the compiled ``SCREEN_KERNEL`` (default: CuPy's build of it); called as
-        ``kernel(grid, block, args)``. ``spread``: hand out each block's items in a strided
-        order instead of as written (each warp's survivors share one bra pair), so that the
-        threads of a warp of the integral kernel add into different J and K elements rather
-        than all into the same J_ab."""
+        """``kernel``, ``gather``: the compiled ``SCREEN_KERNEL`` and ``GATHER_KERNEL``
+        (default: CuPy's builds); called as ``kernel(grid, block, args)``. ``spread``: hand
+        out each block's items in a strided order instead of as written (each warp's
+        survivors share one bra pair), so that the threads of a warp of the integral kernel
+        add into different J and K elements rather than all into the same J_ab."""
         self.arrays = arrays
         self.limit = limit
         self.spread = spread
         self._kernel = kernel or arrays.xp.RawKernel(SCREEN_KERNEL, "frcg_screen_items")
+        self._gather_kernel = gather or arrays.xp.RawKernel(GATHER_KERNEL, "frcg_gather_items")
 
     def _launch(self, table, screen, segments: list[_Segment], write: bool, region=None,
                 out=(None, None, None)):  # fmt: skip
@@ -366,19 +396,32 @@ class DeviceScreener:
         written = self._launch(table, screen, segments, True, region, out)
         if np.any(written > np.diff(region)):
             raise RuntimeError("the screening kernel found more items than it counted")
-        quartets, scales, ranges = out
-        for segment, lo, count in zip(segments, region[:-1], written):
-            if count:
-                hi = int(lo + count)
-                items = ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * int(lo) : 2 * hi])
-                yield segment.block, self._spread(items) if self.spread else items
+        quartets, scales, ranges = self._gather(region, written, out)
+        start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)
+        for segment, lo, hi in zip(segments, start[:-1], start[1:]):
+            if hi > lo:
+                lo, hi = int(lo), int(hi)
+                yield (
+                    segment.block,
+                    ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * lo : 2 * hi]),
+                )
 
-    def _spread(self, items: ItemBatch) -> ItemBatch:
-        """``items`` in the order q -> (q * stride) mod n, a stride coprime to n: neighbours
-        come from far apart in the written order, so from different bras and kets."""
+    def _gather(self, region: np.ndarray, written: np.ndarray, items):
+        """The written items of every segment, packed one after another; with ``spread`` each
+        segment's in the order q -> (q * stride) mod n for a stride coprime to its n, so that
+        neighbours come from far apart in the written order (different bras and kets)."""
         cp = self.arrays.xp
-        n = items.size
-        stride = next(p for p in SPREAD_STRIDES if n % p)
-        order = (cp.arange(n, dtype=cp.int64) * stride) % n
-        ranges = items.ranges.reshape(n, 4)[order].reshape(-1, 2)
-        return ItemBatch(items.quartets[order], items.scales[order], ranges)
+        start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)
+        total = int(start[-1])
+        strides = np.array(
+            [next(p for p in SPREAD_STRIDES if n % p) if self.spread and n else 1 for n in written],
+            dtype=np.int64,
+        )
+        out = (cp.empty((total, 4), dtype=cp.int32), cp.empty(total),
+               cp.empty((2 * total, 2), cp.int32))  # fmt: skip
+        if total:
+            args = (np.int32(len(written)), cp.asarray(start), cp.asarray(region[:-1]),
+                    cp.asarray(strides), *items, *out)  # fmt: skip
+            grid = (_ceil_div(total, self.THREADS),)
+            self._gather_kernel(grid, (self.THREADS,), args)
+        return out

@@ -356,6 +356,7 @@ class GpuExecutor:
         self._table = self.cp.asarray(boys_table())
         self._bases: dict[int, DeviceBasis] = {}
         self._programs: dict[tuple, tuple] = {}
+        self._qpair = self.cp.zeros(0, dtype=self.cp.int32)
 
     def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
         key = id(basis)
@@ -420,6 +421,13 @@ class GpuExecutor:
         return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items,
                       quartet_items, add_items)  # fmt: skip
 
+    def _item_pairs(self, n: int):
+        """qpair for ``n`` items whose ranges are (bra, ket) pairs: item q reads 2q and 2q+1
+        (one device array kept and grown, not made per launch)."""
+        if self._qpair.shape[0] < 2 * n:
+            self._qpair = self.cp.arange(max(4 * n, 1 << 20), dtype=self.cp.int32)
+        return self._qpair[: 2 * n]
+
     def _device_program(self, kernel: LibraryKernel) -> tuple:
         key = (kernel.binary, kernel.name)
         if key not in self._programs:
@@ -446,7 +454,7 @@ class GpuExecutor:
         fn = _function(kernel.binary, kernel.name)
         if smem > fn.max_dynamic_shared_size_bytes:
             fn.max_dynamic_shared_size_bytes = smem
-        qpair = cp.arange(2 * n, dtype=cp.int32)
+        qpair = self._item_pairs(n)
         args = (
             np.int32(n), batch.quartets, batch.scales, basis.xyz, qpair, basis.ao, batch.ranges,
             pair_data, self._table, out, buf, np.int64(n), *self._device_program(kernel),
