@@ -1,7 +1,8 @@
 """``python -m qcbench.scf.bench``: SCF and J/K timings of the J/K engine against GPU4PySCF in
 one process, and the checks that go with them.
 
-Subcommands (each writes JSON lines to ``--out``/records.jsonl and a manifest beside them):
+Subcommands (each appends JSON lines to ``--out``/records.jsonl; ``device.json`` beside them
+holds the run's commit, device, software and first command):
 
 - ``scf``: per system, an RHF SCF with GPU4PySCF's J/K and one with ``fusionrcg.apply``, same
   molecule, basis, thresholds, guess and cycles; time per iteration (median over the cycles
@@ -318,10 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     records = args.out / "records.jsonl"
-    manifest = args.out / "manifest.json"
-    if not manifest.exists():
-        cp = _cupy()
-        manifest.write_text(json.dumps(provenance(device=gpu_info(cp)), indent=1) + "\n")
+    device = args.out / "device.json"
+    if not device.exists():  # the run's provenance (qcbench.runs makes the manifest from it)
+        info = provenance(device=gpu_info(_cupy()), command="python -m qcbench.scf.bench "
+                          + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
+        device.write_text(json.dumps(info, indent=1) + "\n")
 
     def out(row: dict) -> None:
         row = {"command": " ".join(["qcbench.scf.bench", *(argv or sys.argv[1:])]), **row}
