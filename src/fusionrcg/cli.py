@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from .angmom import ClassError, QuartetClass
-from .library.compiler import CompileError
+from .angmom import QuartetClass
+from .errors import FusionRCGError
 from .stats import graph_summary
-from .variants import VARIANTS, VariantError
+from .variants import VARIANTS
 
 
 def _print_text(summary: dict) -> None:
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ClassError, VariantError, CompileError) as exc:
+    except FusionRCGError as exc:
         print(f"fusionrcg: error: {exc}", file=sys.stderr)
         return 2
 

@@ -10,6 +10,7 @@ from itertools import permutations
 import numpy as np
 
 from .angmom import QuartetClass, shell_size
+from .errors import BackendError
 from .orchestration.plan import plan_class
 from .shells import Shell, check_mole, shell_quartet, shell_quartet_indices
 from .variants import Variant, get_variant
@@ -22,10 +23,6 @@ _SYMMETRIES = tuple(
     for p in permutations(range(4))
     if {frozenset(p[:2]), frozenset(p[2:])} == {frozenset((0, 1)), frozenset((2, 3))}
 )
-
-
-class BackendError(ValueError):
-    """A backend that does not exist."""
 
 
 def _check_backend(backend: str) -> None:

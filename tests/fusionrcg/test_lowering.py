@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from fusionrcg import QuartetClass, Tier, plan_class
-from fusionrcg.library.compiler import CompileError, CompileTimeout, nvcc_cubin, parse_ptxas
+from fusionrcg.errors import CompileError, CompileTimeout
+from fusionrcg.library.compiler import nvcc_cubin
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, TABLE_STRIDE, boys_table
 from fusionrcg.lowering.kernel import PREFETCH_MAX_ACCUMULATORS, SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
 from fusionrcg.orchestration.placement import place_tier1
 from fusionrcg.orchestration.slots import check_slots
+from qctoolchain import parse_ptxas
 
 PTXAS = """ptxas info    : Compiling entry function 'k' for 'sm_90'
 ptxas info    : Function properties for k
@@ -171,7 +173,7 @@ def _record_forms(monkeypatch, library) -> list[dict]:
 
 def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
 
@@ -201,7 +203,7 @@ def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, 
 
 def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
     spills = []
@@ -219,7 +221,7 @@ def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_p
 
 def test_library_builds_tier2_once_in_arrival_order_though_it_spills(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
     compiles = []
@@ -259,7 +261,7 @@ def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
 
 def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     plan = plan_class(QuartetClass(2, 2, 2, 0))
     slots = [plan.tier1_placement.n_slots] + [p.n_slots for p in plan.tier1_denser]
@@ -285,7 +287,7 @@ def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, 
 
 def test_library_builds_at_the_fallback_level_what_ptxas_cannot_finish(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     levels = []
 

@@ -2,7 +2,7 @@
 # epilogue, the ptxas table and figure, and the spill acceptance check. Part of `rule all` only
 # where nvcc is found. Also the GPU campaign's inputs and kernels (explicit targets, see README).
 from fusionrcg.angmom import canonical_classes
-from fusionrcg.library.compiler import CompileError, find_tool
+from qctoolchain import ToolNotFound, find_tool
 from qcbench.eri.reporting.kernel_builds import build_cost, build_jobs
 from qcbench.partition import balanced_groups
 
@@ -24,7 +24,7 @@ KERNEL_FILES = ["ptxas.csv", "ptxas.md", "ptxas.png", "SUMMARY.md"]
 def nvcc_found():
     try:
         return find_tool("nvcc", "NVCC")
-    except CompileError:
+    except ToolNotFound:
         return None
 
 

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..angmom import QuartetClass
+from ..errors import CompileError, CompileTimeout
 from ..lowering.kernel import KernelSource, lower
 from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
 from ..lowering.target import Epilogue
@@ -32,8 +33,6 @@ from .compiler import (
     CXX_FLAGS,
     NVCC_FLAGS,
     PTXAS_DEFAULT_LEVEL,
-    CompileError,
-    CompileTimeout,
     PtxasReport,
     cxx_shared,
     nvcc_cubin,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..angmom import sp_common_factor
+from ..errors import OptionsError
 from ..graph import Dag, Term
 from ..graph import symbols as S
 from ..orchestration.placement import Tier1Placement
@@ -513,10 +514,10 @@ def shared_bank(n_slots: int, target: Target, bank: str = "auto") -> bool:
     """Whether a Tier 2 kernel with ``n_slots`` slots per quartet keeps its bank in shared
     memory (CUDA only; ``bank`` is "auto", "shared" or "global")."""
     if bank not in BANKS:
-        raise ValueError(f"unknown slot bank {bank!r}; one of {', '.join(BANKS)}")
+        raise OptionsError(f"unknown slot bank {bank!r}; one of {', '.join(BANKS)}")
     fits = 8 * n_slots * SHARED_BANK_THREADS <= SHARED_BANK_MAX_BYTES
     if bank == "shared" and not fits:
-        raise ValueError(
+        raise OptionsError(
             f"a bank of {n_slots} slots does not fit in {SHARED_BANK_MAX_BYTES} bytes of shared "
             f"memory per {SHARED_BANK_THREADS} threads"
         )
@@ -547,7 +548,9 @@ def lower(
     epi = Epilogue(epilogue)
     tier = plan.tier
     if tier is Tier.BUFFERED and epi is Epilogue.JK:
-        raise ValueError("Tier 2 builds J and K with its contraction kernel: lower it with 'store'")
+        raise OptionsError(
+            "Tier 2 builds J and K with its contraction kernel: lower it with 'store'"
+        )
     name = kernel_name(plan, tier, epi)
     n_out = math.prod(plan.graph.output_shape)
     parts = [
@@ -567,7 +570,7 @@ def lower(
         # bought it nothing (H200: 0.94x-1.07x, median 1.00x, reports/gpu/eri/register_target)
         if denser is not None:
             if epi is not Epilogue.STORE:
-                raise ValueError("the denser Tier 1 placements are the store kernel's")
+                raise OptionsError("the denser Tier 1 placements are the store kernel's")
             placement = plan.tier1_denser[denser]
         elif plan.tier1_registers is not None and register_target and epi is Epilogue.STORE:
             held = plan.tier1_registers
@@ -580,7 +583,7 @@ def lower(
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
         if 8 * n_slots * bank_threads > TIER1_MAX_SHARED_BYTES:
-            raise ValueError(
+            raise OptionsError(
                 f"{plan.cls}: Tier 1 needs {n_slots} shared-memory slots per thread, more than "
                 f"{TIER1_MAX_SHARED_BYTES} bytes per block of {TIER1_THREADS} threads"
             )
