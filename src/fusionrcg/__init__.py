@@ -4,7 +4,8 @@ The recurrence graph of a shell-quartet class (``graph``), its orchestration (``
 evaluation order, liveness, tier, buffer slots), its lowering to CUDA and C++ (``lowering``), the
 kernel library that builds and indexes the kernels (``library``) and the executors that launch
 them (``runtime``) are separate stages. ``shell_quartet_eri`` and ``eri_quartets`` are the entry
-points. Every error the engine raises on purpose derives from ``FusionRCGError`` (``errors``).
+points. ``KernelOptions`` (``options``) carries every choice of a generated kernel; every error
+the engine raises on purpose derives from ``FusionRCGError`` (``errors``).
 """
 
 from .angmom import LMAX, QuartetClass, canonical_classes
@@ -22,6 +23,7 @@ from .errors import (
     ShellError,
     VariantError,
 )
+from .options import PRESETS, KernelOptions, kernel_options
 from .orchestration.plan import ClassPlan, plan_class
 from .variants import VARIANTS, Tier, Variant, get_variant
 
@@ -36,7 +38,9 @@ __all__ = [
     "DeviceError",
     "FusionRCGError",
     "InputError",
+    "KernelOptions",
     "OptionsError",
+    "PRESETS",
     "PlanError",
     "QuartetClass",
     "ShellError",
@@ -46,6 +50,7 @@ __all__ = [
     "canonical_classes",
     "eri_quartets",
     "get_variant",
+    "kernel_options",
     "plan_class",
     "shell_quartet_eri",
 ]

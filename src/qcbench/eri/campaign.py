@@ -205,7 +205,11 @@ def _build_one(
                        timeout=timeout, bank=bank, fallback_ptxas_level=fallback)  # fmt: skip
     except CompileError as exc:
         return record | {"error": str(exc)[:300]}
-    return record | {"kernel": k.binary.name, "tier": int(k.tier)} | k.report.as_dict()
+    return (
+        record
+        | {"kernel": k.binary.name, "tier": int(k.tier), "options": k.options.to_json()}
+        | k.report.as_dict()
+    )
 
 
 def kernels(args) -> int:
