@@ -210,7 +210,7 @@ def test_range_separation_and_high_l_are_refused(water_dz):
 def test_gpu_backend_without_gpu_says_so(water_dz, gpu_present):
     if gpu_present:
         pytest.skip("a GPU is present")
-    from fusionrcg.runtime.launch import DeviceError
+    from fusionrcg.errors import DeviceError
 
     with pytest.raises(DeviceError, match="GPU"):
         JK(water_dz, backend="gpu")

@@ -14,10 +14,10 @@ from .scf import FusionJKMixin, apply
 
 def get_jk(
     mol, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True, backend: str = "auto",
-    tol: float = DEFAULT_TOL, variant: str = "full",
+    tol: float = DEFAULT_TOL, options="full",
 ):  # fmt: skip
     """(vj, vk) of ``dm`` as ``pyscf.scf.hf.get_jk`` returns them, through a new ``JK``."""
-    return JK(mol, backend, tol, variant).get_jk(dm, hermi, with_j, with_k)
+    return JK(mol, backend, tol, options).get_jk(dm, hermi, with_j, with_k)
 
 
 __all__ = [

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..angmom import QuartetClass
+from ..errors import DeviceError, InputError
+from ..options import KernelOptions, kernel_options
 from ..runtime.items import ItemBatch
-from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, DeviceError, contract_items
+from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, contract_items
 from ..shells import check_mole
-from ..variants import get_variant
 from .arrays import DeviceArrays, HostArrays
 from .basis import engine_basis
 from .kernels import ClassKernels, class_kernels
@@ -33,7 +34,7 @@ DEFAULT_TOL = 1e-13
 BACKENDS = ("auto", "cpu", "gpu")
 
 
-class JKInputError(ValueError):
+class JKInputError(InputError):
     """A density or option the J/K engine cannot take."""
 
 
@@ -68,9 +69,10 @@ class JK:
 
     ``backend``: ``"gpu"`` (generated CUDA kernels through CuPy), ``"cpu"`` (the same
     arithmetic as C++) or ``"auto"`` (the GPU when CuPy sees one). ``tol``: screening
-    threshold on Q_ab Q_cd |D| (as ``mf.direct_scf_tol``). ``variant``: the kernels' variant
-    (``fusionrcg.VARIANTS``). ``profile``: synchronize after each phase and keep a
-    ``BuildProfile`` of the last call in ``last_profile``. ``decontract``: build J and K over
+    threshold on Q_ab Q_cd |D| (as ``mf.direct_scf_tol``). ``options``: the kernels'
+    ``KernelOptions`` or the name of a preset (a variant, ``fusionrcg.PRESETS``).
+    ``profile``: synchronize after each phase and keep a ``BuildProfile`` of the last call in
+    ``last_profile``. ``decontract``: build J and K over
     the primitives of generally contracted shells and contract them back (``jk.basis``; fewer
     primitive quartets, more quartets, and on the GPU the quartets' J/K updates cost more than
     the primitive work saved); by default each contraction column is a segment over all of its
@@ -84,7 +86,7 @@ class JK:
         mol,
         backend: str = "auto",
         tol: float = DEFAULT_TOL,
-        variant: str = "full",
+        options: str | KernelOptions = "full",
         kernel_dir=None,
         profile: bool = False,
         decontract: bool = False,
@@ -104,7 +106,7 @@ class JK:
         start = time.perf_counter()
         self.mol = mol
         self.tol = float(tol)
-        self.variant = get_variant(variant)
+        self.options = kernel_options(options)
         self.profile = profile
         self.last_profile: BuildProfile | None = None
         self.basis, contraction = engine_basis(mol, decontract)
@@ -134,7 +136,7 @@ class JK:
             self._buffer_budget = BUFFER_BUDGET_BYTES
             self._candidates = MAX_CANDIDATES
             target, arch = "cpp", "host"
-        self._kernel_args = (self.variant, self.basis.spherical, target, arch, kernel_dir)
+        self._kernel_args = (self.options, self.basis.spherical, target, arch, kernel_dir)
         self._kernels: dict[QuartetClass, ClassKernels] = {}
         xp = self.arrays.xp
         self._contraction = None if contraction is None else xp.asarray(contraction)

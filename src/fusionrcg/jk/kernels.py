@@ -16,9 +16,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from ..angmom import QuartetClass, canonical_classes
-from ..build.library import LibraryKernel, get_kernel
+from ..library.store import LibraryKernel, get_kernel
 from ..lowering.target import Epilogue
-from ..variants import Tier, Variant, get_variant
+from ..options import KernelOptions, kernel_options
+from ..variants import Tier
 
 FUSED_MAX_OUTPUTS = 63
 """Tier 1 classes with at most this many integrals contract J and K in their own epilogue."""
@@ -44,24 +45,24 @@ def uses_fused(store: LibraryKernel) -> bool:
 
 def class_kernels(
     cls: QuartetClass,
-    variant: Variant,
+    options: KernelOptions,
     spherical: bool,
     target: str,
     arch: str,
     directory=None,
 ) -> ClassKernels:
     """The kernels of ``cls`` from the library (built on first use)."""
-    store = get_kernel(cls, variant, spherical, Epilogue.STORE, target, arch, directory)
+    store = get_kernel(cls, options, spherical, Epilogue.STORE, target, arch, directory)
     fused = None
     if uses_fused(store):
-        fused = get_kernel(cls, variant, spherical, Epilogue.JK, target, arch, directory)
+        fused = get_kernel(cls, options, spherical, Epilogue.JK, target, arch, directory)
     return ClassKernels(cls, store, fused)
 
 
-def _build(cls_tag: str, variant: str, spherical: bool, target: str, arch: str, directory):
+def _build(cls_tag: str, options: str, spherical: bool, target: str, arch: str, directory):
     start = time.perf_counter()
     cls = QuartetClass(*(int(c) for c in cls_tag))
-    kernels = class_kernels(cls, get_variant(variant), spherical, target, arch, directory)
+    kernels = class_kernels(cls, kernel_options(options), spherical, target, arch, directory)
     built = [k for k in (kernels.store, kernels.fused) if k is not None]
     return cls_tag, all(k.cached for k in built), time.perf_counter() - start
 
@@ -69,17 +70,18 @@ def _build(cls_tag: str, variant: str, spherical: bool, target: str, arch: str, 
 def prebuild(
     lmax: int,
     spherical: bool = True,
-    variant: str = "full",
+    options: str = "full",
     target: str = "cuda",
     arch: str = "sm_90",
     directory=None,
     jobs: int = 1,
     out=sys.stderr,
 ) -> None:
-    """Build the J/K kernels of every canonical class with l <= ``lmax``, ``jobs`` at a time,
-    largest classes first (they take longest), printing one progress line per class."""
+    """Build the J/K kernels of every canonical class with l <= ``lmax`` under ``options`` (a
+    preset name), ``jobs`` at a time, largest classes first (they take longest), printing one
+    progress line per class."""
     classes = sorted(canonical_classes(lmax), key=lambda c: -c.total)
-    args = [(c.tag, variant, spherical, target, arch, directory) for c in classes]
+    args = [(c.tag, options, spherical, target, arch, directory) for c in classes]
     done = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(_build, *a) for a in args]

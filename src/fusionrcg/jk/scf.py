@@ -24,7 +24,7 @@ from .engine import JK
 class FusionJKMixin:
     """Routes an SCF object's J/K builds to ``fusionrcg.JK``."""
 
-    _keys = {"fusion_backend", "fusion_variant", "fusion_kernel_dir"}
+    _keys = {"fusion_backend", "fusion_options", "fusion_kernel_dir"}
 
     def fusion_engine(self, mol=None) -> JK:
         """The engine of ``mol`` (default: the object's) at the object's ``direct_scf_tol``."""
@@ -37,7 +37,7 @@ class FusionJKMixin:
                 mol,
                 backend=self.fusion_backend,
                 tol=self.direct_scf_tol,
-                variant=self.fusion_variant,
+                options=self.fusion_options,
                 kernel_dir=self.fusion_kernel_dir,
             )
         return engines[key]
@@ -105,12 +105,13 @@ def _exchange_factor(mol, omega, kwargs) -> float:
     return float(sr if lr is None else lr)
 
 
-def apply(mf, backend: str = "auto", variant: str = "full", kernel_dir=None):
+def apply(mf, backend: str = "auto", options="full", kernel_dir=None):
     """Make ``mf`` (PySCF or GPU4PySCF RHF, UHF, RKS, UKS, ...) build J and K with the
     generated kernels; returns ``mf`` itself. ``backend``: ``"auto"`` (the GPU when CuPy sees
-    one), ``"gpu"`` or ``"cpu"``. The screening threshold is ``mf.direct_scf_tol``."""
+    one), ``"gpu"`` or ``"cpu"``; ``options``: the kernels' ``KernelOptions`` or preset name.
+    The screening threshold is ``mf.direct_scf_tol``."""
     if isinstance(mf, FusionJKMixin):
-        mf.fusion_backend, mf.fusion_variant, mf.fusion_kernel_dir = backend, variant, kernel_dir
+        mf.fusion_backend, mf.fusion_options, mf.fusion_kernel_dir = backend, options, kernel_dir
         mf.__dict__.pop("_fusion_engines", None)
         return mf
     mol = mf.mol
@@ -124,5 +125,5 @@ def apply(mf, backend: str = "auto", variant: str = "full", kernel_dir=None):
         return mf
     base = type(mf)
     mf.__class__ = type(f"{base.__name__}FusionJK", (FusionJKMixin, base), {})
-    mf.fusion_backend, mf.fusion_variant, mf.fusion_kernel_dir = backend, variant, kernel_dir
+    mf.fusion_backend, mf.fusion_options, mf.fusion_kernel_dir = backend, options, kernel_dir
     return mf

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..angmom import QuartetClass
-from ..build.library import LibraryKernel, get_kernel
+from ..library.store import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant
@@ -24,10 +24,6 @@ from .pairs import items_per_quartet, primitive_pairs
 
 BUFFER_BUDGET_BYTES = 1 << 30
 """Buffer memory (slots, and on the GPU the integrals) per launch; larger batches are split."""
-
-
-class DeviceError(RuntimeError):
-    """No usable GPU, or not enough of its memory."""
 
 
 def _item_batches(items: np.ndarray, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):

@@ -1,8 +1,8 @@
 """Benchmark of the XC engine: one command on the GPU machine, JSON into a directory.
 
-    python -m kerneldi.bench --out DIR [--budget SECONDS] [--sections a,b,...] [--modes m,...]
+    python -m qcbench.xc.bench --out DIR [--budget SECONDS] [--sections a,b,...] [--modes m,...]
                              [--molecules name,...] [--skip-recompute] [--resume]
-    python -m kerneldi.bench --merge DIR PART [PART ...]
+    python -m qcbench.xc.bench --merge DIR PART [PART ...]
 
 Sections, in this order (every record is written as soon as it is measured; what the budget
 leaves out is recorded as skipped):
@@ -38,11 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kerneldi.numint import KEEPS_BLOCKS, NumInt
+from kerneldi.settings import Settings
 from qcbench.molecules import load, read_xyz, resolve
 from qcbench.provenance import provenance
-
-from .numint import KEEPS_BLOCKS, NumInt
-from .settings import Settings
 
 FUNCTIONALS = ("lda,vwn", "pbe", "m062x")
 MMA = ("fp64", "fp64-tc", "fp16-tc")
@@ -321,8 +320,7 @@ def compare_sizes(
         "density_s": t_density,
     }
     # the library as an SCF runs it: one NumInt for every call, on a freed memory pool, five
-    # calls (its calls on Taxol/def2-TZVP ranged from 0.90 to 1.72 s with the state of the pool
-    # and of the NumInt, reports/gpu/README.md)
+    # calls (one call's time depends on the state of the pool and of the NumInt)
     env.free()
     library_ni = env.reference.NumInt()
     lib = timed(env, lambda: library_ni.nr_rks(mol, grids, xc, dm), reps=5)
@@ -478,7 +476,8 @@ def run_sizes(
             log(section, name, "measured before (resume)")
             continue
         natm = natoms(name)
-        # expected wall time on an H200, refined by the last system measured (about linear)
+        # expected wall time (a rough bound for a current GPU), refined by the last system
+        # measured (about linear in the atoms)
         est = 20.0 + 0.2 * natm
         if last is not None and "error" not in last:
             est = max(est, last["wall_s"] * natm / last["natm"])
@@ -715,10 +714,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         print(f"the benchmark needs CuPy, GPU4PySCF and a GPU: {err}", file=sys.stderr)
         return 2
-    info = {"command": " ".join(["python -m kerneldi.bench", *(argv or sys.argv[1:])])}
+    info = {"command": " ".join(["python -m qcbench.xc.bench", *(argv or sys.argv[1:])])}
     info["gpu4pyscf"] = gpu4pyscf.__version__
     info.update(device_info(env))
-    from .gpu import kernels
+    from kerneldi.gpu import kernels
 
     t0 = time.perf_counter()
     for mma in MMA:
