@@ -102,6 +102,7 @@ def test_device_arrays_in_device_arrays_out(engine_dz, water_dz, backend):
     assert np.abs(vj.get() - rj).max() <= JK_TOL and np.abs(vk.get() - rk).max() <= JK_TOL
 
 
+@pytest.mark.slow
 def test_general_contraction_and_f_shells(backend):
     """ANO contractions (several columns over shared primitives) with f shells: Tier 2 classes
     whose Kernel 2 contracts stored integrals."""
