@@ -83,6 +83,16 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prebuild(args: argparse.Namespace) -> int:
+    from .jk.kernels import prebuild
+
+    prebuild(
+        args.lmax, not args.cartesian, args.variant, args.target, args.arch, args.kernel_dir,
+        args.jobs,
+    )  # fmt: skip
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fusionrcg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--kernel-dir", default=None, help="kernel library directory")
     b.add_argument("--json", action="store_true", help="print JSON")
     b.set_defaults(run=_build)
+    p = sub.add_parser(
+        "prebuild", help="build the J/K engine's kernels of every class up to l = --lmax ahead"
+    )
+    p.add_argument("--lmax", type=int, default=4, help="highest l of the basis (default 4)")
+    p.add_argument("--variant", default="full", help=f"one of: {', '.join(VARIANTS)}")
+    p.add_argument("--target", default="cuda", choices=("cuda", "cpp"), help="GPU or CPU kernels")
+    p.add_argument("--arch", default="sm_90", help="GPU architecture, e.g. sm_90")
+    p.add_argument("--cartesian", action="store_true", help="Cartesian output")
+    p.add_argument("--kernel-dir", default=None, help="kernel library directory")
+    p.add_argument("--jobs", type=int, default=1, help="kernels built at once")
+    p.set_defaults(run=_prebuild)
     return parser
 
 

@@ -234,3 +234,14 @@ def test_j_then_k_of_one_density_is_one_build(water_dz, backend):
     assert engine.last_profile is not build and np.abs(vk - rk).max() <= JK_TOL
     with pytest.raises(NotImplementedError, match="range-separated"):
         mf.get_k(water_dz, dm, 1, None, 1.0, 0.5)
+
+
+def test_prebuild_command_fills_the_library(tmp_path, capsys):
+    """``fusionrcg prebuild`` builds every class's J/K kernels; a second run finds them."""
+    from fusionrcg.cli import main
+
+    args = ["prebuild", "--lmax", "0", "--target", "cpp", "--kernel-dir", str(tmp_path)]
+    assert main(args) == 0
+    assert "[1/1] (00|00) built" in capsys.readouterr().err
+    assert main(args) == 0
+    assert "[1/1] (00|00) in the library" in capsys.readouterr().err

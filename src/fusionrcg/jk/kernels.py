@@ -75,11 +75,12 @@ def prebuild(
     arch: str = "sm_90",
     directory=None,
     jobs: int = 1,
-    out=sys.stderr,
+    out=None,
 ) -> None:
     """Build the J/K kernels of every canonical class with l <= ``lmax`` under ``options`` (a
     preset name), ``jobs`` at a time, largest classes first (they take longest), printing one
     progress line per class."""
+    out = sys.stderr if out is None else out
     classes = sorted(canonical_classes(lmax), key=lambda c: -c.total)
     args = [(c.tag, options, spherical, target, arch, directory) for c in classes]
     done = 0
