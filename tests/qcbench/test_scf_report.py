@@ -16,6 +16,8 @@ def _scf_record(molecule: str, basis: str, base: float, ours: float) -> dict:
         "baseline": {"cycles": 10, "per_iteration_s": base, "setup_s": 1.0},
         "ours": {"cycles": 10, "per_iteration_s": ours, "setup_s": 2.0, "engine_setup_s": 0.5},
         "delta_e": 1e-10,
+        "engine_options": {"decontract": {"options": {"decontract": True}, "setup_s": 0.1,
+                                          "converged_s": 2 * ours}},
         "jk": {"mid": timing, "converged": timing},
         "profile": {
             "phases_s": {"densities": 0.01, "screening": 0.02, "integrals": 0.05,
@@ -41,6 +43,7 @@ def test_report_tables_figures_and_goals(tmp_path):
     out = tmp_path / "report"
     assert report.main(["--records", str(records), "--out", str(out)]) == 0
     for name in ("scf_iterations.md", "jk_builds.csv", "jk_classes.md", "jk_phases.md",
+                 "jk_options.md",
                  "fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png"):  # fmt: skip
         assert (out / name).stat().st_size > 0
     summary = (out / "SUMMARY.md").read_text()

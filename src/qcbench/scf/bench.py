@@ -212,15 +212,32 @@ def _scf_system(args, name: str, basis: str, peak: float) -> dict:
         if dm is not None
     }
     row["profile"] = engine_profile(engine, converged, peak)
-    # the same build with each contraction column a segment (no decontraction)
-    start = time.perf_counter()
-    columns = fusionrcg.JK(mol, "gpu", args.direct_scf_tol, kernel_dir=args.kernel_dir,
-                           decontract=False)  # fmt: skip
-    row["columns_as_segments"] = {
-        "setup_s": time.perf_counter() - start,
-        "converged_s": median_seconds(lambda: columns.get_jk(converged), args.repeats),
+    row["engine_options"] = {
+        name: _option_timing(mol, args, converged, **option)
+        for name, option in ENGINE_OPTIONS.items()
     }
     return row
+
+
+ENGINE_OPTIONS = {
+    "decontract": {"decontract": True},
+    "written order": {"spread_items": False},
+    "max_work 256": {"max_work": 256},
+}
+"""The engine's own choices, each set the other way, timed on the converged density."""
+
+
+def _option_timing(mol, args, dm, **option) -> dict:
+    """Setup and median build time of an engine with ``option`` set, at ``dm``."""
+    import fusionrcg
+
+    start = time.perf_counter()
+    engine = fusionrcg.JK(mol, "gpu", args.direct_scf_tol, kernel_dir=args.kernel_dir, **option)
+    return {
+        "options": option,
+        "setup_s": time.perf_counter() - start,
+        "converged_s": median_seconds(lambda: engine.get_jk(dm), args.repeats),
+    }
 
 
 def run_scf(args, out) -> None:
