@@ -24,6 +24,10 @@ from ..variants import Tier
 FUSED_MAX_OUTPUTS = 63
 """Tier 1 classes with at most this many integrals contract J and K in their own epilogue."""
 
+FIRST_FORM_MIN_TOTAL = 7
+"""From this total on, every Tier 1 form of a class spills: the J/K engine builds the first
+form instead of compiling each to keep the one with the fewest spill bytes."""
+
 
 @dataclass(frozen=True)
 class ClassKernels:
@@ -52,6 +56,8 @@ def class_kernels(
     directory=None,
 ) -> ClassKernels:
     """The kernels of ``cls`` from the library (built on first use)."""
+    if cls.total >= FIRST_FORM_MIN_TOTAL:
+        options = options.replace(spill_fallbacks=False)
     store = get_kernel(cls, options, spherical, Epilogue.STORE, target, arch, directory)
     fused = None
     if uses_fused(store):
