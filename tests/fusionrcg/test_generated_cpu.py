@@ -26,7 +26,6 @@ TOL = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 
 
-@pytest.fixture(scope="module", autouse=True)
 def unique_segment_quartets(basis):
     """All symmetry-unique segment quartets (i >= j, k >= l, (ij) >= (kl)) and their weights
     1 / ((1 + d_ij)(1 + d_kl)(1 + d_ij,kl)), unscreened: the launch machinery's test input."""
@@ -40,6 +39,7 @@ def unique_segment_quartets(basis):
     return quartets, weight
 
 
+@pytest.fixture(scope="module", autouse=True)
 def kernel_dir(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path_factory.mktemp("kernels")))
