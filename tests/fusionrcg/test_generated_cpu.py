@@ -4,6 +4,7 @@ Same tolerance and adjudication as the reference evaluator (see test_reference.p
 are compiled on first use into a per-session directory.
 """
 
+import math
 import shutil
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 import fusionrcg
 from fusionrcg import QuartetClass, canonical_classes
+from fusionrcg.angmom import ncart
 from fusionrcg.runtime.basis import segment_basis
 from fusionrcg.runtime.pairs import primitive_pairs
 from qcbench.eri.verify import (
@@ -57,24 +59,33 @@ def _check_classes(mol, classes) -> None:
             assert verdict.engine_right, f"{row} / {verdict}"
 
 
-def family_representatives(max_total: int = 8) -> list[QuartetClass]:
-    """The first canonical class of every family up to ``max_total``: a family is a total
-    angular momentum with a highest shell l, so that every total, every l from s to g at every
-    total where it occurs, Tier 1 without and with shared-memory slots and Tier 1 with spills
-    above total 6 are each run."""
-    first: dict[tuple[int, int], QuartetClass] = {}
+def smallest_classes(kind, max_total: int) -> list[QuartetClass]:
+    """For each value of ``kind(cls)``, the canonical class up to ``max_total`` with the fewest
+    Cartesian integrals (the cheapest kernel to compile)."""
+    best: dict = {}
     for cls in canonical_classes():
-        if cls.total <= max_total:
-            first.setdefault((cls.total, max(cls.ls)), cls)
-    return list(first.values())
+        size = math.prod(ncart(l) for l in cls.ls)
+        if cls.total <= max_total and (kind(cls) not in best or size < best[kind(cls)][0]):
+            best[kind(cls)] = (size, cls)
+    return sorted(cls for _, cls in best.values())
 
 
-def test_a_class_of_every_family_up_to_total_8(get_molecule):
-    """Spherical output on every family, Cartesian on one class of every total; every class
-    up to total 8 in both runs in the slow sweep below and in the pipeline's verification."""
-    _check_classes(get_molecule("water_clusters/002", "ano"), family_representatives())
-    per_total = list({c.total: c for c in reversed(family_representatives())}.values())
-    _check_classes(get_molecule("water_clusters/002", "ano", True), per_total)
+def _hrr(cls: QuartetClass) -> tuple[bool, bool]:
+    """Whether the bra and the ket pair have an HRR (their second shell above s)."""
+    return cls.lb > 0, cls.ld > 0
+
+
+def test_a_class_of_every_kind_up_to_total_8(get_molecule):
+    """Spherical output: the smallest class of every highest l with every combination of bra
+    and ket HRR, Tier 1 in registers and with shared-memory slots, and up to (4,1|1,1), Tier 1
+    with spills as every class above total 6; Cartesian output: the smallest class of every
+    highest l with both HRRs. Every class up to total 8 runs in the slow sweep below and in the
+    pipeline's verification."""
+    spherical = smallest_classes(lambda c: (max(c.ls), *_hrr(c)), 8)
+    assert max(c.total for c in spherical) > 6
+    cartesian = [c for c in spherical if c.total == 0 or all(_hrr(c))]
+    _check_classes(get_molecule("water_clusters/002", "ano"), spherical)
+    _check_classes(get_molecule("water_clusters/002", "ano", True), cartesian)
 
 
 @pytest.mark.slow

@@ -41,6 +41,13 @@ def cxx20() -> bool:
 
 
 pytestmark = pytest.mark.skipif(not cxx20(), reason="needs g++ with C++20 (std::barrier)")
+SLOW = pytest.mark.slow
+
+
+def some_slow(*cases, fast):
+    """Parameter sets, those not in ``fast`` marked slow: every kernel and every functional
+    kind stays in the default run, not every pairing of them."""
+    return [c if c in fast else pytest.param(*c, marks=SLOW) for c in cases]
 
 
 class EmulatedNumInt(CPUNumInt):
@@ -115,7 +122,9 @@ def test_kernel_variants(small, options):
         assert not emu["ao_cached"] and emu["grid_batches"] > 1
 
 
-@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+@pytest.mark.parametrize(
+    "xc", ["pbe", pytest.param("lda,vwn", marks=SLOW), pytest.param("m062x", marks=SLOW)]
+)
 def test_warp_tiled_potential_matches_pyscf_and_executes_the_cpu_pairs(small, xc):
     mol, grids, dm = small
     opts = {"mma": "fp64-tc", "tiling": "warp"}
@@ -129,8 +138,13 @@ def test_warp_tiled_potential_matches_pyscf_and_executes_the_cpu_pairs(small, xc
     assert emu["potential_pair_fraction"] == cpu["potential_pair_fraction"] < 1.0
 
 
-@pytest.mark.parametrize("tiles", ["2x2", "4x4"])
-@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+@pytest.mark.parametrize(
+    ("xc", "tiles"),
+    some_slow(
+        *((xc, tiles) for xc in ("lda,vwn", "pbe", "m062x") for tiles in ("2x2", "4x4")),
+        fast={("lda,vwn", "4x4"), ("pbe", "2x2")},
+    ),
+)
 def test_grouped_potential_tiles_match_pyscf(small, xc, tiles):
     """Groups of 2 x 2 and 4 x 4 output tiles (three basis blocks: groups with missing rows and
     columns): PySCF's result and the CPU's products, also at a loose t_d that drops some of a
@@ -158,8 +172,13 @@ def test_grouped_potential_tiles_need_the_block_tiling_and_fp64_tensor_cores(sma
         kerneldi.Settings(potential_tiles="8x8")
 
 
-@pytest.mark.parametrize("form", ["matrix", "orbitals"])
-@pytest.mark.parametrize("xc", ["lda,vwn", "pbe", "m062x"])
+@pytest.mark.parametrize(
+    ("xc", "form"),
+    some_slow(
+        *((xc, form) for xc in ("lda,vwn", "pbe", "m062x") for form in ("matrix", "orbitals")),
+        fast={("pbe", "matrix"), ("m062x", "orbitals")},
+    ),
+)
 def test_async_staging_matches_pyscf_and_executes_the_cpu_pairs(xc, form):
     """Density operands copied into two alternating buffers: several products per row (both
     buffers in turn) and off-diagonal D tiles scaled by two give PySCF's result and the CPU's
@@ -183,16 +202,17 @@ WARP = ("water_clusters/007", {"mma": "fp64-tc", "tiling": "warp"})  # its own o
     [
         (D16, "matrix"),
         (D16, "orbitals"),
-        (ASYNC, "matrix"),
-        (ASYNC, "orbitals"),
-        (WARP, "orbitals"),
+        pytest.param(ASYNC, "matrix", marks=SLOW),
+        pytest.param(ASYNC, "orbitals", marks=SLOW),
+        pytest.param(WARP, "orbitals", marks=SLOW),
     ],
     ids=["d16-matrix", "d16-orbitals", "async-matrix", "async-orbitals", "warp-orbitals"],
 )
 def test_density_rows_split_over_thread_blocks(case, form):
     """Several orbital (or basis) block rows per grid block, dealt to 2 and 8 thread blocks
     that add their shares of rho: PySCF's result (M06-2X: rho, gradient, tau); one thread block
-    per grid block is the other tests' case (their single orbital block)."""
+    per grid block is the other tests' case (their single orbital block). The tensor-core
+    kernels need a larger system for several rows of 32 orbitals: slow."""
     name, opts = case
     mol, grids, dm = orbital_system(name, "6-31g", 0)
     grids = subgrid(grids, 128)
