@@ -7,7 +7,7 @@ import json
 import sys
 
 from .angmom import ClassError, QuartetClass
-from .build.compiler import CompileError
+from .library.compiler import CompileError
 from .stats import graph_summary
 from .variants import VARIANTS, VariantError
 
@@ -33,7 +33,7 @@ def _graph(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .build.library import get_kernel
+    from .library.store import get_kernel
     from .variants import get_variant
 
     cls = QuartetClass.parse(args.quartet)

@@ -15,7 +15,7 @@ from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.jk import get_jk, unique_segment_quartets
 from fusionrcg.runtime.basis import segment_basis
 from fusionrcg.runtime.pairs import primitive_pairs
-from fusionrcg.verify import (
+from qcbench.eri.verify import (
     Tolerance,
     adjudicate,
     reference_eri,
@@ -61,7 +61,7 @@ def test_variants_agree_on_a_tier2_class(get_molecule):
 
 def test_interpreted_phase2_matches_compiled(get_molecule, monkeypatch, tmp_path):
     """Long Phase 2 programs are interpreted, short ones compiled: both agree with PySCF."""
-    from fusionrcg.build.library import get_kernel
+    from fusionrcg.library.store import get_kernel
     from fusionrcg.lowering import kernel
 
     mol = get_molecule("organic/020_Vitamin_C", "cc-pvtz")

@@ -5,7 +5,7 @@ import pytest
 
 import fusionrcg
 from fusionrcg.runtime.launch import DeviceError
-from fusionrcg.verify import Tolerance, reference_eri, sample_quartets
+from qcbench.eri.verify import Tolerance, reference_eri, sample_quartets
 
 TOL = Tolerance()
 
@@ -93,7 +93,7 @@ def test_gpu_jk_matches_pyscf(get_molecule):
 def test_gpu_tier2_bank_placements_match_pyscf(get_molecule, monkeypatch, tmp_path, shared):
     """Tier 2 with its slot bank in shared memory (the default where it fits) and in global
     memory (forced by a zero shared-memory allowance)."""
-    from fusionrcg.build.library import get_kernel
+    from fusionrcg.library.store import get_kernel
     from fusionrcg.lowering import kernel as lowering
 
     monkeypatch.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path))
@@ -113,7 +113,7 @@ def test_gpu_tier2_bank_placements_match_pyscf(get_molecule, monkeypatch, tmp_pa
 @pytest.mark.gpu
 def test_gpu_tier1_shared_slots_match_pyscf(get_molecule):
     """Tier 1 kernels whose values beyond the register budget live in shared-memory slots."""
-    from fusionrcg.build.library import get_kernel
+    from fusionrcg.library.store import get_kernel
 
     mol = get_molecule("water_clusters/002", "cc-pvqz")
     for ls in [(1, 1, 1, 1), (3, 0, 2, 1), (3, 3, 0, 0)]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fusionrcg import QuartetClass, Tier, plan_class
-from fusionrcg.build.compiler import CompileError, CompileTimeout, nvcc_cubin, parse_ptxas
+from fusionrcg.library.compiler import CompileError, CompileTimeout, nvcc_cubin, parse_ptxas
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, TABLE_STRIDE, boys_table
 from fusionrcg.lowering.kernel import PREFETCH_MAX_ACCUMULATORS, SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
@@ -170,8 +170,8 @@ def _record_forms(monkeypatch, library) -> list[dict]:
 
 
 def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, monkeypatch):
-    from fusionrcg.build import library
-    from fusionrcg.build.compiler import PtxasReport
+    from fusionrcg.library import store as library
+    from fusionrcg.library.compiler import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
 
@@ -200,8 +200,8 @@ def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, 
 
 
 def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_path, monkeypatch):
-    from fusionrcg.build import library
-    from fusionrcg.build.compiler import PtxasReport
+    from fusionrcg.library import store as library
+    from fusionrcg.library.compiler import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
     spills = []
@@ -218,8 +218,8 @@ def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_p
 
 
 def test_library_builds_tier2_once_in_arrival_order_though_it_spills(tmp_path, monkeypatch):
-    from fusionrcg.build import library
-    from fusionrcg.build.compiler import PtxasReport
+    from fusionrcg.library import store as library
+    from fusionrcg.library.compiler import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
     compiles = []
@@ -236,7 +236,7 @@ def test_library_builds_tier2_once_in_arrival_order_though_it_spills(tmp_path, m
 
 
 def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
-    from fusionrcg.build.library import denser_forms
+    from fusionrcg.library.store import denser_forms
     from fusionrcg.orchestration.plan import DEFAULT_MODEL
     from fusionrcg.orchestration.tier import SM_SUBPARTITIONS
 
@@ -258,8 +258,8 @@ def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
 
 
 def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, monkeypatch):
-    from fusionrcg.build import library
-    from fusionrcg.build.compiler import PtxasReport
+    from fusionrcg.library import store as library
+    from fusionrcg.library.compiler import PtxasReport
 
     plan = plan_class(QuartetClass(2, 2, 2, 0))
     slots = [plan.tier1_placement.n_slots] + [p.n_slots for p in plan.tier1_denser]
@@ -284,8 +284,8 @@ def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, 
 
 
 def test_library_builds_at_the_fallback_level_what_ptxas_cannot_finish(tmp_path, monkeypatch):
-    from fusionrcg.build import library
-    from fusionrcg.build.compiler import PtxasReport
+    from fusionrcg.library import store as library
+    from fusionrcg.library.compiler import PtxasReport
 
     levels = []
 
@@ -331,7 +331,7 @@ def test_nvcc_ptxas_level_timeout_and_bad_level(tmp_path):
 
 
 def test_nvcc_builds_tier1_without_spills_and_tier2(tmp_path):
-    from fusionrcg.build.library import get_kernel
+    from fusionrcg.library.store import get_kernel
 
     for cls, variant in ((QuartetClass(2, 0, 1, 1), "full"), (QuartetClass(2, 2, 1, 0), "full"),
                          (QuartetClass(2, 2, 1, 0), "tier2-only")):  # fmt: skip
@@ -353,7 +353,7 @@ def test_compile_errors_name_the_cause(tmp_path):
 
 
 def test_missing_kernel_that_cannot_be_generated_names_the_class(tmp_path, monkeypatch):
-    from fusionrcg.build import library
+    from fusionrcg.library import store as library
 
     def no_pyscf(*args):
         raise ModuleNotFoundError("No module named 'pyscf'")
@@ -368,7 +368,7 @@ def test_tier2_jk_request_is_served_by_the_built_store_kernel(tmp_path, monkeypa
     """A library built for a Tier 2 class's store kernel (all that its J/K needs: Kernel 2
     contracts the stored integrals) serves the J/K request without generating anything, so a
     machine without PySCF runs it; Tier 1's J/K kernel is another kernel and is not served."""
-    from fusionrcg.build import library
+    from fusionrcg.library import store as library
 
     tier2 = QuartetClass(1, 1, 1, 0)
     built = library.get_kernel(tier2, "tier2-only", target="cpp", directory=tmp_path)
@@ -393,7 +393,7 @@ def test_tiled_output_index_matches_untiling(tmp_path):
     in its own place, inside a buffer of ``tiled_output_size``."""
     import ctypes
 
-    from fusionrcg.build.compiler import cxx_shared
+    from fusionrcg.library.compiler import cxx_shared
     from fusionrcg.lowering.target import (
         tiled_output_index,
         tiled_output_size,
@@ -426,7 +426,7 @@ def test_generated_boys_function_is_accurate(tmp_path):
 
     import mpmath
 
-    from fusionrcg.build.compiler import cxx_shared
+    from fusionrcg.library.compiler import cxx_shared
     from fusionrcg.lowering.boys import BOYS_MAX_ORDER, boys_source
     from fusionrcg.reference.exact import boys_exact
 
@@ -505,7 +505,7 @@ def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_pa
     import fusionrcg
     from fusionrcg.orchestration import plan as planning
     from fusionrcg.orchestration.tier import RegisterModel
-    from fusionrcg.verify import Tolerance, reference_eri
+    from qcbench.eri.verify import Tolerance, reference_eri
 
     monkeypatch.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path))
     # 3-5 accumulators in registers, no occupancy target (it would take more registers)

@@ -13,7 +13,7 @@ from fusionrcg import QuartetClass, canonical_classes
 from fusionrcg.orchestration.plan import plan_class
 from fusionrcg.reference.exact import exact_eri
 from fusionrcg.shells import shell_quartet
-from fusionrcg.verify import Tolerance, adjudicate, reference_eri, verify_class, verify_molecule
+from qcbench.eri.verify import Tolerance, adjudicate, reference_eri, verify_class, verify_molecule
 
 TOL = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
 
@@ -46,7 +46,7 @@ def test_sample_of_classes_above_total_8(get_molecule, ls):
     mol = get_molecule("water_clusters/002", "ano")
     cls = QuartetClass(*ls)
     rng = np.random.default_rng(11)
-    from fusionrcg.verify import sample_quartets
+    from qcbench.eri.verify import sample_quartets
 
     rows = [verify_class(mol, cls, sample_quartets(mol, cls, 2, rng), tol=TOL)]
     assert rows[0].max_primitives > 1

@@ -165,8 +165,8 @@ def test_support_order_needs_the_grid(get_system):
 
 
 def test_basis_order_experiment_compares_the_orders_against_pyscf():
-    from kerneldi.experiments import basis_orders
     from kerneldi.settings import Settings
+    from qcbench.xc.experiments import basis_orders
 
     df = basis_orders(
         "water_clusters/003", "def2-svp", 0, "pbe", ["support", "cluster"], Settings(block_size=16)

@@ -1,5 +1,5 @@
 # ERI kernels on the GPU: tables, Figs. 5(b)/6/7/8 and a summary beside the paper's A100 figures,
-# from the GPU campaign's records committed under reports/gpu/eri (python -m fusionrcg.campaign
+# from the GPU campaign's records committed under reports/gpu/eri (python -m qcbench.eri.campaign
 # bench / verify on the GPU machine). Part of `rule all` once those records are committed.
 ERI_GPU = f"{REPORTS}/gpu/eri"
 ERI_GPU_RECORDS = [

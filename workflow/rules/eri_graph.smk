@@ -1,6 +1,6 @@
 # ERI recurrence graphs: orchestration statistics of every class under every variant, the
 # liveness side of FusionRCG Figs. 5(a) and 6, and the tier model (Section III-C).
-from fusionrcg.reporting.graph_tables import graph_classes, orchestration_cost, quartets_within
+from qcbench.eri.reporting.graph_tables import graph_classes, orchestration_cost, quartets_within
 from qcbench.partition import balanced_groups
 
 GRAPH = f"{RESULTS}/eri/graph"

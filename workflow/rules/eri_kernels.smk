@@ -2,8 +2,8 @@
 # epilogue, the ptxas table and figure, and the spill acceptance check. Part of `rule all` only
 # where nvcc is found. Also the GPU campaign's inputs and kernels (explicit targets, see README).
 from fusionrcg.angmom import canonical_classes
-from fusionrcg.build.compiler import CompileError, find_tool
-from fusionrcg.reporting.kernel_builds import build_cost, build_jobs
+from fusionrcg.library.compiler import CompileError, find_tool
+from qcbench.eri.reporting.kernel_builds import build_cost, build_jobs
 from qcbench.partition import balanced_groups
 
 KERNEL_CONFIG = config["eri"]["kernels"]
@@ -108,7 +108,7 @@ rule eri_gpu_inputs:
     log:
         f"{RESULTS}/logs/eri/gpu/inputs.log",
     shell:
-        "{PY} -m fusionrcg.campaign prepare --out {GPU_INPUTS}"
+        "{PY} -m qcbench.eri.campaign prepare --out {GPU_INPUTS}"
         " --paper-quartets '{params.quartets}' --tier-max-total {params.tier_max_total}"
         " > {log} 2>&1"
 
@@ -132,6 +132,6 @@ rule eri_gpu_kernels:
         f"{RESULTS}/logs/eri/gpu/kernels.log",
     shell:
         # the campaign appends to its build log: start from an empty one
-        "rm -f {output} && {PY} -m fusionrcg.campaign kernels --inputs {GPU_INPUTS}"
+        "rm -f {output} && {PY} -m qcbench.eri.campaign kernels --inputs {GPU_INPUTS}"
         " --kernel-dir {KERNELS} --out {output} --timeout {params.timeout} {params.fallback}"
         " --jobs {threads} > {log} 2>&1"

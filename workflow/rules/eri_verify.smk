@@ -1,7 +1,7 @@
 # ERI verification: the engine against PySCF (libcint) over molecule x basis x output form, per
 # backend (reference = the NumPy evaluator, cpu = the generated C++ kernels), with 40-digit
 # adjudication of every class that misses the tolerance.
-from fusionrcg.reporting.verification import verification_cost, verified_classes
+from qcbench.eri.reporting.verification import verification_cost, verified_classes
 from qcbench.partition import balanced_groups
 
 VERIFY = f"{RESULTS}/eri/verify"

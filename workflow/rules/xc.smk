@@ -1,6 +1,6 @@
 # XC engine (KerneLDI) on the CPU: accuracy against PySCF's NumInt, block and pair fractions,
 # the block-pair threshold sweep (paper Fig. 3) and timings against EXC-OpenBLAS; plus Figs. 2
-# and 4 from GPU benchmark results committed under reports/gpu/xc (python -m kerneldi.bench).
+# and 4 from GPU benchmark results committed under reports/gpu/xc (python -m qcbench.xc.bench).
 # Jobs run single-threaded (BLAS and OpenMP) so that timings do not depend on other jobs.
 XC = config["xc"]
 XC_DIR = f"{RESULTS}/xc"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from fusionrcg.angmom import canonical_classes
-from fusionrcg.reporting import gpu_figures, gpu_results, gpu_summary
+from qcbench.eri.reporting import gpu_figures, gpu_results, gpu_summary
 from qcbench.tables import write_table
 
 TITLES = {

@@ -6,7 +6,7 @@ import time
 import pandas as pd
 
 from fusionrcg import QuartetClass
-from fusionrcg.reporting.graph_tables import liveness_row, plan_rows
+from qcbench.eri.reporting.graph_tables import liveness_row, plan_rows
 from qcbench.tables import write_table
 
 

@@ -3,7 +3,7 @@
 import argparse
 
 from fusionrcg import QuartetClass
-from fusionrcg.reporting.graph_tables import profile_rows
+from qcbench.eri.reporting.graph_tables import profile_rows
 from qcbench.tables import write_table
 
 

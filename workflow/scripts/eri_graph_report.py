@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusionrcg.reporting import graph_figures, graph_summary
-from fusionrcg.reporting.graph_tables import acceptance_violations
+from qcbench.eri.reporting import graph_figures, graph_summary
+from qcbench.eri.reporting.graph_tables import acceptance_violations
 from qcbench.tables import write_table
 
 CLASS_ORDER = ["total", "la", "lb", "lc", "ld"]

@@ -6,7 +6,7 @@ import time
 
 import pandas as pd
 
-from fusionrcg.reporting.kernel_builds import BuildJob, build_record
+from qcbench.eri.reporting.kernel_builds import BuildJob, build_record
 from qcbench.tables import write_table
 
 

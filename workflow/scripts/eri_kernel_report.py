@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusionrcg.reporting.kernel_builds import sorted_records, spill_violations
-from fusionrcg.reporting.kernel_figures import ptxas_figure
-from fusionrcg.reporting.kernel_summary import summary_markdown
+from qcbench.eri.reporting.kernel_builds import sorted_records, spill_violations
+from qcbench.eri.reporting.kernel_figures import ptxas_figure
+from qcbench.eri.reporting.kernel_summary import summary_markdown
 from qcbench.tables import write_table
 
 

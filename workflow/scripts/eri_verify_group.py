@@ -9,8 +9,8 @@ import time
 import pandas as pd
 
 from fusionrcg import QuartetClass
-from fusionrcg.reporting.verification import VerifySet, class_rows, failures, load_sets
-from fusionrcg.verify import Tolerance
+from qcbench.eri.reporting.verification import VerifySet, class_rows, failures, load_sets
+from qcbench.eri.verify import Tolerance
 from qcbench.tables import write_table
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusionrcg.reporting.verification import (
+from qcbench.eri.reporting.verification import (
     coverage,
     summary_markdown,
     uncovered,
     verified_classes,
 )
-from fusionrcg.verify import Tolerance
+from qcbench.eri.verify import Tolerance
 from qcbench.tables import write_table
 
 

@@ -2,8 +2,8 @@
 
 import argparse
 
-from kerneldi.experiments import accuracy
 from kerneldi.settings import Settings
+from qcbench.xc.experiments import accuracy
 
 
 def main() -> None:

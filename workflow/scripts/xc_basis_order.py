@@ -2,8 +2,8 @@
 
 import argparse
 
-from kerneldi.experiments import basis_orders
 from kerneldi.settings import BASIS_ORDERS, Settings
+from qcbench.xc.experiments import basis_orders
 
 
 def main() -> None:

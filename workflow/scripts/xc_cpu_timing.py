@@ -4,7 +4,7 @@ import argparse
 
 import pandas as pd
 
-from kerneldi.experiments import cpu_timing
+from qcbench.xc.experiments import cpu_timing
 
 
 def main() -> None:

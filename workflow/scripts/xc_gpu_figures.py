@@ -2,13 +2,13 @@
 
 import argparse
 
-from kerneldi.figures import fig2, fig4, gpu_summary, load_gpu, sweep_table
 from qcbench.tables import write_table
+from qcbench.xc.figures import fig2, fig4, gpu_summary, load_gpu, sweep_table
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--results", required=True, help="folder of python -m kerneldi.bench")
+    p.add_argument("--results", required=True, help="folder of python -m qcbench.xc.bench")
     p.add_argument("--fig2", required=True)
     p.add_argument("--fig4", required=True)
     p.add_argument("--table", nargs=2, required=True, metavar=("CSV", "MD"))

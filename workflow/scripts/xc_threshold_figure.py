@@ -4,8 +4,8 @@ import argparse
 
 import pandas as pd
 
-from kerneldi.figures import threshold_sweep_figure
 from qcbench.tables import write_table
+from qcbench.xc.figures import threshold_sweep_figure
 
 
 def main() -> None:

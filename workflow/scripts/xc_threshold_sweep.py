@@ -2,8 +2,8 @@
 
 import argparse
 
-from kerneldi.experiments import threshold_sweep
 from kerneldi.settings import Settings
+from qcbench.xc.experiments import threshold_sweep
 
 
 def main() -> None:

@@ -56,11 +56,11 @@ class ClassPlan:
     budget (``RegisterModel.tier1_register_target``)."""
     tier1_fallback: Tier1Placement | None
     """With ``tier1_registers``: the placement at the full budget, which the build falls back
-    to where ptxas cannot hold the target without spills (``build.library``)."""
+    to where ptxas cannot hold the target without spills (``library.store``)."""
     tier1_denser: tuple[Tier1Placement, ...]
     """Full-budget placements of the store kernel with at least the warps per SM of
     ``tier1_placement`` (fewer slots or Phase 2 moves, less room for ptxas), most warps first:
-    the build takes the first that compiles without spills (``build.library``)."""
+    the build takes the first that compiles without spills (``library.store``)."""
     model_tier: Tier
     slots: SlotPlan
     flops: Flops

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ..angmom import QuartetClass
-from ..build.compiler import SUPPORTED_ARCHS
-from ..build.library import LibraryKernel, get_kernel
+from ..library.compiler import SUPPORTED_ARCHS
+from ..library.store import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
 from ..lowering.kernel import GENERATED_KERNEL2_MAX_OUTPUTS
 from ..lowering.target import (

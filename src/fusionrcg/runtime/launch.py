@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..angmom import QuartetClass
-from ..build.library import LibraryKernel, get_kernel
+from ..library.store import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
 from ..lowering.target import Epilogue
 from ..variants import Tier, Variant

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..angmom import QuartetClass
-from ..build.compiler import CompileError
-from ..build.library import get_kernel
-from ..orchestration.plan import plan_class
-from ..variants import VARIANTS, get_variant
+from fusionrcg.angmom import QuartetClass
+from fusionrcg.library.compiler import CompileError
+from fusionrcg.library.store import get_kernel
+from fusionrcg.orchestration.plan import plan_class
+from fusionrcg.variants import VARIANTS, get_variant
+
 from .graph_tables import orchestration_cost
 
 RECORD_COLUMNS = (

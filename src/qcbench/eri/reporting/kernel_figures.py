@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..variants import VARIANTS  # noqa: E402
+from fusionrcg.variants import VARIANTS  # noqa: E402
+
 from .graph_figures import REGISTER_BUDGET  # noqa: E402
 
 COLORS = dict(

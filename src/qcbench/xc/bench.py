@@ -1,8 +1,8 @@
 """Benchmark of the XC engine: one command on the GPU machine, JSON into a directory.
 
-    python -m kerneldi.bench --out DIR [--budget SECONDS] [--sections a,b,...] [--modes m,...]
+    python -m qcbench.xc.bench --out DIR [--budget SECONDS] [--sections a,b,...] [--modes m,...]
                              [--molecules name,...] [--skip-recompute] [--resume]
-    python -m kerneldi.bench --merge DIR PART [PART ...]
+    python -m qcbench.xc.bench --merge DIR PART [PART ...]
 
 Sections, in this order (every record is written as soon as it is measured; what the budget
 leaves out is recorded as skipped):
@@ -38,11 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kerneldi.numint import KEEPS_BLOCKS, NumInt
+from kerneldi.settings import Settings
 from qcbench.molecules import load, read_xyz, resolve
 from qcbench.provenance import provenance
-
-from .numint import KEEPS_BLOCKS, NumInt
-from .settings import Settings
 
 FUNCTIONALS = ("lda,vwn", "pbe", "m062x")
 MMA = ("fp64", "fp64-tc", "fp16-tc")
@@ -715,10 +714,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         print(f"the benchmark needs CuPy, GPU4PySCF and a GPU: {err}", file=sys.stderr)
         return 2
-    info = {"command": " ".join(["python -m kerneldi.bench", *(argv or sys.argv[1:])])}
+    info = {"command": " ".join(["python -m qcbench.xc.bench", *(argv or sys.argv[1:])])}
     info["gpu4pyscf"] = gpu4pyscf.__version__
     info.update(device_info(env))
-    from .gpu import kernels
+    from kerneldi.gpu import kernels
 
     t0 = time.perf_counter()
     for mma in MMA:

@@ -40,7 +40,7 @@ from .compiler import (
 )
 
 ENV_DIR = "FUSIONRCG_KERNEL_DIR"
-_GENERATOR_PARTS = ("angmom.py", "variants.py", "graph", "orchestration", "lowering", "build")
+_GENERATOR_PARTS = ("angmom.py", "variants.py", "graph", "orchestration", "lowering", "library")
 
 
 def kernel_dir(directory: str | Path | None = None) -> Path:

@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..build.compiler import PTXAS_DEFAULT_LEVEL
+from fusionrcg.library.compiler import PTXAS_DEFAULT_LEVEL
+
 from .gpu_results import ABLATIONS  # noqa: E402
 
 TIER_COLORS = {1: "tab:green", 2: "tab:red"}

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..angmom import QuartetClass, canonical_classes, ncart
-from ..graph.axis import AxisPolicy
-from ..orchestration.liveness import live_ranges
-from ..orchestration.plan import RELEASE_SCORE_MAX_NODES, plan_class
-from ..orchestration.schedule import OrderKind, eq7_only_order
-from ..stats import LIVENESS_ORDERS, liveness_matrix, plan_record, with_orchestration
-from ..variants import get_variant
+from fusionrcg.angmom import QuartetClass, canonical_classes, ncart
+from fusionrcg.graph.axis import AxisPolicy
+from fusionrcg.orchestration.liveness import live_ranges
+from fusionrcg.orchestration.plan import RELEASE_SCORE_MAX_NODES, plan_class
+from fusionrcg.orchestration.schedule import OrderKind, eq7_only_order
+from fusionrcg.stats import LIVENESS_ORDERS, liveness_matrix, plan_record, with_orchestration
+from fusionrcg.variants import get_variant
 
 PHASES = ("vrr", "hrr")
 PRIORITY, CONVENTIONAL = AxisPolicy.PRIORITY.value, AxisPolicy.CONVENTIONAL.value

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fusionrcg.angmom import QuartetClass
+from fusionrcg.orchestration.plan import DEFAULT_MODEL
 from qcbench.tables import to_markdown
 
-from ..angmom import QuartetClass
-from ..orchestration.plan import DEFAULT_MODEL
 from .gpu_results import (
     ABLATIONS,
     GpuResults,

@@ -8,8 +8,10 @@ import pytest
 from fusionrcg import QuartetClass, canonical_classes, plan_class
 from fusionrcg.graph.axis import AxisPolicy
 from fusionrcg.orchestration.schedule import OrderKind
-from fusionrcg.reporting import graph_summary
-from fusionrcg.reporting.graph_tables import (
+from fusionrcg.stats import with_orchestration
+from fusionrcg.variants import VARIANTS
+from qcbench.eri.reporting import graph_summary
+from qcbench.eri.reporting.graph_tables import (
     acceptance_violations,
     eq7_not_computed,
     factor_column,
@@ -20,7 +22,7 @@ from fusionrcg.reporting.graph_tables import (
     profile_rows,
     quartets_within,
 )
-from fusionrcg.reporting.verification import (
+from qcbench.eri.reporting.verification import (
     VerifySet,
     class_rows,
     coverage,
@@ -29,9 +31,7 @@ from fusionrcg.reporting.verification import (
     uncovered,
     verified_classes,
 )
-from fusionrcg.stats import with_orchestration
-from fusionrcg.variants import VARIANTS
-from fusionrcg.verify import Tolerance
+from qcbench.eri.verify import Tolerance
 from qcbench.molecules import ROOT
 from qcbench.partition import balanced_groups
 
@@ -165,7 +165,7 @@ def test_eq7_is_not_computed_above_the_size_limit(monkeypatch):
     plan = plan_class(cls, VARIANTS["full"], True)
     limit = (len(plan.graph.vrr) + len(plan.graph.hrr)) // 2
     assert min(len(plan.graph.vrr), len(plan.graph.hrr)) <= limit
-    monkeypatch.setattr("fusionrcg.reporting.graph_tables.RELEASE_SCORE_MAX_NODES", limit)
+    monkeypatch.setattr("qcbench.eri.reporting.graph_tables.RELEASE_SCORE_MAX_NODES", limit)
     row = liveness_row(cls)
     for phase, dag in (("vrr", plan.graph.vrr), ("hrr", plan.graph.hrr)):
         value = row[peak_column(phase, "priority", "eq7-only")]

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from fusionrcg.angmom import QuartetClass
+from fusionrcg.orchestration.plan import RELEASE_SCORE_MAX_NODES
 from qcbench.tables import to_markdown
 
-from ..angmom import QuartetClass
-from ..orchestration.plan import RELEASE_SCORE_MAX_NODES
 from .graph_tables import (
     CONVENTIONAL,
     DSA,

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from fusionrcg import QuartetClass, canonical_classes
-from fusionrcg.bench import Measurement
-from fusionrcg.reporting import gpu_results, gpu_summary
-from fusionrcg.reporting.gpu_figures import ablation_figure, tier_figure
 from fusionrcg.variants import Tier
-from fusionrcg.verify import ClassErrors
+from qcbench.eri.bench import Measurement
+from qcbench.eri.reporting import gpu_results, gpu_summary
+from qcbench.eri.reporting.gpu_figures import ablation_figure, tier_figure
+from qcbench.eri.verify import ClassErrors
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
 PEAK = 50e12

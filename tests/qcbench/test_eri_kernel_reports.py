@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fusionrcg import QuartetClass
-from fusionrcg.reporting.kernel_builds import (
+from qcbench.eri.reporting.kernel_builds import (
     RECORD_COLUMNS,
     BuildJob,
     build_cost,
@@ -21,8 +21,8 @@ from fusionrcg.reporting.kernel_builds import (
     sorted_records,
     spill_violations,
 )
-from fusionrcg.reporting.kernel_figures import ptxas_figure
-from fusionrcg.reporting.kernel_summary import summary_markdown
+from qcbench.eri.reporting.kernel_figures import ptxas_figure
+from qcbench.eri.reporting.kernel_summary import summary_markdown
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")

@@ -1,4 +1,4 @@
-"""Tables from the GPU campaign's records (``python -m fusionrcg.campaign bench`` and
+"""Tables from the GPU campaign's records (``python -m qcbench.eri.campaign bench`` and
 ``verify``): throughput per measurement, the ablations on the paper's quartets, Tier 1-only
 against Tier 2-only, the tier the model picks against the faster one, the fraction of the FP64
 peak reached in Tier 1, and verification against PySCF per class and output form.
@@ -22,10 +22,10 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..angmom import QuartetClass, shell_size
-from ..build.compiler import PTXAS_DEFAULT_LEVEL
-from ..runtime.gpu import kernel2_form
-from ..variants import Tier
+from fusionrcg.angmom import QuartetClass, shell_size
+from fusionrcg.library.compiler import PTXAS_DEFAULT_LEVEL
+from fusionrcg.runtime.gpu import kernel2_form
+from fusionrcg.variants import Tier
 
 THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
@@ -175,7 +175,7 @@ def paired_table(
     """Per quartet: variant ``base`` against ``other`` (``store`` epilogue), speedup =
     base / other, both from the latest run that measured both (columns named as in the
     ablations: ``full_*`` is ``base``), with the ptxas level of each kernel (below 3 where its
-    build fell back, ``build.library.get_kernel``)."""
+    build fell back, ``library.store.get_kernel``)."""
     rows = []
     for text in quartets:
         cls = QuartetClass.parse(text)

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .angmom import QuartetClass
-from .lowering.target import Epilogue
-from .orchestration.plan import Flops
-from .runtime.basis import SegmentedBasis
-from .variants import get_variant
+from fusionrcg.angmom import QuartetClass
+from fusionrcg.lowering.target import Epilogue
+from fusionrcg.orchestration.plan import Flops
+from fusionrcg.runtime.basis import SegmentedBasis
+from fusionrcg.variants import get_variant
 
 TARGET_FLOPS_PER_LAUNCH = 4e11  # about 20-40 ms of FP64 work per launch
 MAX_QUARTETS = 1 << 20

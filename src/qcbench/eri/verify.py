@@ -14,11 +14,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from .angmom import QuartetClass, canonical_classes, shell_size
-from .engine import eri_quartets
-from .orchestration.plan import plan_class
-from .shells import Shell, shell_quartet
-from .variants import get_variant
+from fusionrcg.angmom import QuartetClass, canonical_classes, shell_size
+from fusionrcg.engine import eri_quartets
+from fusionrcg.orchestration.plan import plan_class
+from fusionrcg.shells import Shell, shell_quartet
+from fusionrcg.variants import get_variant
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,8 @@ def exact_element(
     """40-digit value of one element of a shell quartet, rounded to double. Cached per process
     (``mol`` by identity): every backend that misses on an element adjudicates the same one,
     and the 40-digit evaluation of a deeply contracted quartet takes tens of seconds."""
-    from .engine import canonical_permutation
-    from .reference.exact import exact_eri
+    from fusionrcg.engine import canonical_permutation
+    from fusionrcg.reference.exact import exact_eri
 
     shells = shell_quartet(mol, quartet)
     spherical = not mol.cart

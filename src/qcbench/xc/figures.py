@@ -1,5 +1,5 @@
 """Plots and tables of the XC engine's results: KerneLDI Fig. 3 from the CPU threshold sweep,
-Figs. 2 and 4 from the GPU benchmark's JSON (``python -m kerneldi.bench``), with the figures
+Figs. 2 and 4 from the GPU benchmark's JSON (``python -m qcbench.xc.bench``), with the figures
 the paper states for its V100 beside ours."""
 
 from __future__ import annotations

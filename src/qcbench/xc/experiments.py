@@ -13,10 +13,9 @@ import numpy as np
 import pandas as pd
 from pyscf import dft
 
+from kerneldi.numint import NumInt
+from kerneldi.settings import Settings
 from qcbench.molecules import load
-
-from .numint import NumInt
-from .settings import Settings
 
 KINDS = {"rks": (0, None), "uks": (1, 1)}  # uks: the singly charged doublet
 

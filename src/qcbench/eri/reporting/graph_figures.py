@@ -14,7 +14,8 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..angmom import QuartetClass  # noqa: E402
+from fusionrcg.angmom import QuartetClass  # noqa: E402
+
 from .graph_tables import (  # noqa: E402
     CONVENTIONAL,
     DSA,

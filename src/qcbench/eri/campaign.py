@@ -1,9 +1,9 @@
 """The GPU campaign: verification and benchmarks in one process on the GPU machine.
 
-``python -m fusionrcg.campaign prepare --out DIR`` (here, with PySCF) writes the measurement
+``python -m qcbench.eri.campaign prepare --out DIR`` (here, with PySCF) writes the measurement
 plan, the segmented bases and the expected kernel list; the pipeline prebuilds the kernels.
-``python -m fusionrcg.campaign bench --inputs DIR --out OUT`` (on the GPU, no PySCF needed)
-measures; ``python -m fusionrcg.campaign verify --out OUT`` (on the GPU, with PySCF) checks
+``python -m qcbench.eri.campaign bench --inputs DIR --out OUT`` (on the GPU, no PySCF needed)
+measures; ``python -m qcbench.eri.campaign verify --out OUT`` (on the GPU, with PySCF) checks
 every class against PySCF. Results are JSON lines written as they come, so a run cut short by
 its time limit still returns what it measured.
 """
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .angmom import QuartetClass, canonical_classes
-from .build.compiler import PTXAS_DEFAULT_LEVEL, PTXAS_LEVELS
-from .lowering.target import Epilogue
-from .runtime.basis import SegmentedBasis
-from .runtime.gpu import MAX_WORK
+from fusionrcg.angmom import QuartetClass, canonical_classes
+from fusionrcg.library.compiler import PTXAS_DEFAULT_LEVEL, PTXAS_LEVELS
+from fusionrcg.lowering.target import Epilogue
+from fusionrcg.runtime.basis import SegmentedBasis
+from fusionrcg.runtime.gpu import MAX_WORK
 
 # cc-pVXZ for the highest l a class needs: realistic primitive counts per angular momentum
 BASIS_FOR_LMAX = {0: "cc-pvdz", 1: "cc-pvdz", 2: "cc-pvdz", 3: "cc-pvtz", 4: "cc-pvqz"}
@@ -31,10 +31,10 @@ BENCH_MOLECULE = "water_clusters/005"  # (H2O)20
 
 def _shared_bank(cls: QuartetClass) -> bool:
     """Whether the Tier 2 kernel of ``cls`` keeps its slot bank in shared memory by default."""
-    from .lowering.kernel import shared_bank
-    from .lowering.layout import tier2_layout
-    from .lowering.target import CUDA
-    from .orchestration.plan import plan_class
+    from fusionrcg.lowering.kernel import shared_bank
+    from fusionrcg.lowering.layout import tier2_layout
+    from fusionrcg.lowering.target import CUDA
+    from fusionrcg.orchestration.plan import plan_class
 
     return shared_bank(tier2_layout(plan_class(cls, "tier2-only")).n_slots, CUDA)
 
@@ -65,7 +65,7 @@ def measurement_plan(paper_quartets: list[str], tier_max_total: int) -> list[dic
 
 def _command() -> str:
     """This run's command line as the module invocation (no path of the machine it ran on)."""
-    return " ".join(["python -m fusionrcg.campaign", *sys.argv[1:]])
+    return " ".join(["python -m qcbench.eri.campaign", *sys.argv[1:]])
 
 
 def _jsonl(path: Path, record: dict) -> None:
@@ -74,9 +74,8 @@ def _jsonl(path: Path, record: dict) -> None:
 
 
 def prepare(args) -> int:
+    from fusionrcg.runtime.basis import segment_basis
     from qcbench.molecules import load
-
-    from .runtime.basis import segment_basis
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -93,10 +92,10 @@ def prepare(args) -> int:
 
 
 def bench(args) -> int:
+    from fusionrcg.runtime.gpu import GpuExecutor
     from qcbench.provenance import gpu_info, provenance
 
     from . import bench as B
-    from .runtime.gpu import GpuExecutor
 
     inputs, out = Path(args.inputs), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -194,8 +193,8 @@ def _kernel_jobs(plan: list[dict], verify: bool) -> list[tuple[str, str, bool, s
 def _build_one(
     job: tuple[str, str, bool, str, str], kernel_dir: str, timeout: float, fallback: int | None
 ) -> dict:
-    from .build.compiler import CompileError
-    from .build.library import get_kernel
+    from fusionrcg.library.compiler import CompileError
+    from fusionrcg.library.store import get_kernel
 
     tag, variant, spherical, epilogue, bank = job
     cls = QuartetClass(*map(int, tag))
@@ -230,7 +229,7 @@ def kernels(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fusionrcg.campaign", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m qcbench.eri.campaign", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--out", required=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fusionrcg.angmom import QuartetClass, canonical_classes
 from qcbench.molecules import load
 from qcbench.tables import to_markdown
 
-from ..angmom import QuartetClass, canonical_classes
 from ..verify import ClassErrors, Tolerance, adjudicate, sample_quartets, verify_class
 from .graph_tables import orchestration_cost
 

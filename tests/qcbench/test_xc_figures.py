@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kerneldi import bench, figures  # noqa: E402
-from kerneldi.experiments import threshold_sweep  # noqa: E402
 from kerneldi.settings import Settings  # noqa: E402
+from qcbench.xc import bench, figures  # noqa: E402
+from qcbench.xc.experiments import threshold_sweep  # noqa: E402
 
 
 def gpu_like(record: dict, molecule: str) -> dict:
