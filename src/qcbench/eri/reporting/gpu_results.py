@@ -110,12 +110,12 @@ def verify_keys(record: Record) -> set[tuple]:
 
 def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResults:
     """The measurements of the ``eri-bench`` records ``bench`` and the checks of the
-    ``eri-verify`` records ``verify``, each in the records' order (``qcbench.records.ordered``):
-    a measurement is ``superseded`` when a later record measured the same thing, a check is
-    dropped when a later record made it again. ``run_peak`` is the FP64 peak measured in the
-    process that made the measurement."""
-    if not bench or not verify:
-        raise ValueError("the GPU report needs an eri-bench and an eri-verify record")
+    ``eri-verify`` records ``verify`` (none: an empty table), each in the records' order
+    (``qcbench.records.ordered``): a measurement is ``superseded`` when a later record measured
+    the same thing, a check is dropped when a later record made it again. ``run_peak`` is the
+    FP64 peak measured in the process that made the measurement."""
+    if not bench:
+        raise ValueError("the GPU report needs at least one eri-bench record")
     frames, runs = [], {}
     for rank, record in enumerate(ordered(bench)):
         runs[record.id] = json.loads(record.file("device.json").read_text())
@@ -133,7 +133,9 @@ def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResult
         measurements=merged,
         runs=runs,
         verification=pd.DataFrame(list(checks.values())),
-        verify_device=json.loads(ordered(verify)[-1].file("verify_device.json").read_text()),
+        verify_device=(
+            json.loads(ordered(verify)[-1].file("verify_device.json").read_text()) if verify else {}
+        ),
     )
 
 
