@@ -1,15 +1,31 @@
 """FusionRCG: generated Head-Gordon-Pople electron repulsion integrals.
 
 The recurrence graph of a shell-quartet class (``graph``), its orchestration (``orchestration``:
-evaluation order, liveness, tier, buffer slots) and its execution (``reference`` now; generated
-CUDA and C++ later) are separate stages. ``shell_quartet_eri`` is the entry point.
+evaluation order, liveness, tier, buffer slots), its lowering to CUDA and C++ (``lowering``), the
+kernel library that builds and indexes the kernels (``library``) and the executors that launch
+them (``runtime``) are separate stages. ``shell_quartet_eri`` and ``eri_quartets`` are the entry
+points. ``KernelOptions`` (``options``) carries every choice of a generated kernel; every error
+the engine raises on purpose derives from ``FusionRCGError`` (``errors``).
 """
 
-from .angmom import LMAX, ClassError, QuartetClass, canonical_classes
-from .engine import BackendError, eri_quartets, shell_quartet_eri
+from .angmom import LMAX, QuartetClass, canonical_classes
+from .engine import eri_quartets, shell_quartet_eri
+from .errors import (
+    BackendError,
+    ClassError,
+    CompileError,
+    CompileTimeout,
+    DeviceError,
+    FusionRCGError,
+    InputError,
+    OptionsError,
+    PlanError,
+    ShellError,
+    VariantError,
+)
+from .options import PRESETS, KernelOptions, kernel_options
 from .orchestration.plan import ClassPlan, plan_class
-from .shells import ShellError
-from .variants import VARIANTS, Tier, Variant, VariantError, get_variant
+from .variants import VARIANTS, Tier, Variant, get_variant
 
 __all__ = [
     "LMAX",
@@ -17,6 +33,15 @@ __all__ = [
     "BackendError",
     "ClassError",
     "ClassPlan",
+    "CompileError",
+    "CompileTimeout",
+    "DeviceError",
+    "FusionRCGError",
+    "InputError",
+    "KernelOptions",
+    "OptionsError",
+    "PRESETS",
+    "PlanError",
     "QuartetClass",
     "ShellError",
     "Tier",
@@ -25,6 +50,7 @@ __all__ = [
     "canonical_classes",
     "eri_quartets",
     "get_variant",
+    "kernel_options",
     "plan_class",
     "shell_quartet_eri",
 ]

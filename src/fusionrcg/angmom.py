@@ -12,6 +12,8 @@ from functools import cache
 
 import numpy as np
 
+from .errors import ClassError
+
 LMAX = 4
 """Highest angular momentum per shell that the generated path supports (g functions)."""
 
@@ -20,10 +22,6 @@ Cart = tuple[int, int, int]
 # libcint folds these angular factors into s and p functions; for l >= 2 they live in the
 # Cartesian-to-spherical coefficients instead.
 _SP_COMMON_FACTOR = (0.282094791773878143, 0.488602511902919921)
-
-
-class ClassError(ValueError):
-    """An angular-momentum class that the engine cannot generate."""
 
 
 @dataclass(frozen=True, order=True)

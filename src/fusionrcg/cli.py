@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from .angmom import ClassError, QuartetClass
-from .library.compiler import CompileError
+from .angmom import QuartetClass
+from .errors import FusionRCGError, OptionsError
+from .options import KernelOptions, kernel_options
 from .stats import graph_summary
-from .variants import VARIANTS, VariantError
+from .variants import VARIANTS
 
 
 def _print_text(summary: dict) -> None:
@@ -32,19 +34,29 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _options(args: argparse.Namespace) -> KernelOptions:
+    """The preset of ``--variant``, or the options of the ``--options`` JSON file."""
+    if args.options is None:
+        return kernel_options(args.variant)
+    try:
+        data = json.loads(Path(args.options).read_text())
+    except (OSError, ValueError) as exc:
+        raise OptionsError(f"cannot read kernel options from {args.options}: {exc}") from None
+    return KernelOptions.from_json(data)
+
+
 def _build(args: argparse.Namespace) -> int:
     from .library.store import get_kernel
-    from .variants import get_variant
 
     cls = QuartetClass.parse(args.quartet)
-    variant = get_variant(args.variant)
+    options = _options(args)
     built = get_kernel(
-        cls, variant, not args.cartesian, args.epilogue, "cuda", args.arch, args.kernel_dir
+        cls, options, not args.cartesian, args.epilogue, "cuda", args.arch, args.kernel_dir
     )
     report = built.report
     summary = {
         "class": str(cls),
-        "variant": variant.name,
+        "variant": options.variant.name,
         "kernel": built.name,
         "tier": int(built.tier),
         "arch": args.arch,
@@ -60,6 +72,7 @@ def _build(args: argparse.Namespace) -> int:
         "compile_seconds": round(report.compile_seconds, 2),
         "cached": built.cached,
         "cubin": str(built.binary),
+        "options": options.to_json(),
     }
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
@@ -82,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="generate and compile a class's CUDA kernel (needs nvcc)")
     b.add_argument("--quartet", required=True, help="angular momenta la,lb,lc,ld")
     b.add_argument("--variant", default="full", help=f"one of: {', '.join(VARIANTS)}")
+    b.add_argument(
+        "--options", default=None, help="JSON file of kernel options (KernelOptions.to_json); "
+        "replaces --variant",
+    )  # fmt: skip
     b.add_argument("--arch", default="sm_90", help="GPU architecture, e.g. sm_90")
     b.add_argument("--epilogue", default="store", choices=("store", "jk"))
     b.add_argument("--cartesian", action="store_true", help="Cartesian output")
@@ -95,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ClassError, VariantError, CompileError) as exc:
+    except FusionRCGError as exc:
         print(f"fusionrcg: error: {exc}", file=sys.stderr)
         return 2
 

@@ -10,9 +10,10 @@ from itertools import permutations
 import numpy as np
 
 from .angmom import QuartetClass, shell_size
-from .orchestration.plan import plan_class
+from .errors import BackendError
+from .options import KernelOptions, kernel_options
 from .shells import Shell, check_mole, shell_quartet, shell_quartet_indices
-from .variants import Variant, get_variant
+from .variants import Variant
 
 BACKENDS = ("reference", "cpu", "gpu")
 
@@ -22,10 +23,6 @@ _SYMMETRIES = tuple(
     for p in permutations(range(4))
     if {frozenset(p[:2]), frozenset(p[2:])} == {frozenset((0, 1)), frozenset((2, 3))}
 )
-
-
-class BackendError(ValueError):
-    """A backend that does not exist."""
 
 
 def _check_backend(backend: str) -> None:
@@ -81,7 +78,7 @@ def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
     return tuple(perm.index(j) for j in range(4))
 
 
-def _reference(mol, requested, v: Variant) -> list[np.ndarray]:
+def _reference(mol, requested, options: KernelOptions) -> list[np.ndarray]:
     """NumPy evaluation of the graph; general contractions are handled inside the evaluator."""
     from .reference.evaluator import evaluate_batch
 
@@ -95,14 +92,14 @@ def _reference(mol, requested, v: Variant) -> list[np.ndarray]:
         groups[key].append((n, perm, canon))
     results: list[np.ndarray] = [np.empty(0)] * len(requested)
     for (ls, _), members in groups.items():
-        plan = plan_class(QuartetClass(*ls), v, spherical)
+        plan = options.plan(QuartetClass(*ls), spherical)
         values = evaluate_batch(plan, [m[2] for m in members])
         for (n, perm, _), value in zip(members, values):
             results[n] = np.ascontiguousarray(value.transpose(_inverse(perm)))
     return results
 
 
-def _generated(mol, requested, v: Variant, backend: str) -> list[np.ndarray]:
+def _generated(mol, requested, options: KernelOptions, backend: str) -> list[np.ndarray]:
     """Generated kernels: segment quartets grouped by canonical class, one launch per class."""
     from .runtime.basis import segment_basis
     from .runtime.launch import executor
@@ -122,7 +119,7 @@ def _generated(mol, requested, v: Variant, backend: str) -> list[np.ndarray]:
             groups[tuple(ls[i] for i in perm)].append((n, k, tuple(seg[i] for i in perm)))
     blocks: dict[tuple[int, int], np.ndarray] = {}
     for ls, members in groups.items():
-        kernel = run.kernel(QuartetClass(*ls), v, spherical)
+        kernel = run.kernel(QuartetClass(*ls), options, spherical)
         ints = run.integrals(kernel, np.array([m[2] for m in members]), basis)
         for (n, k, _), value in zip(members, ints.reshape(-1, *kernel.output_shape)):
             blocks[(n, k)] = value
@@ -143,26 +140,30 @@ def eri_quartets(
     mol,
     quartets: Iterable[Sequence[int]],
     backend: str = "reference",
-    variant: str | Variant = "full",
+    variant: str | Variant | KernelOptions = "full",
 ) -> list[np.ndarray]:
     """Contracted ERIs of many shell quartets; each result is shaped and ordered like
     ``mol.intor('int2e_sph' | 'int2e_cart', shls_slice=...)`` for that quartet.
 
     ``backend``: ``reference`` (NumPy evaluation of the graph), ``cpu`` (the generated C++
     kernels, compiled on first use) or ``gpu`` (the generated CUDA kernels through CuPy).
+    ``variant``: a variant's name, a ``Variant`` or ``KernelOptions`` (``options``).
     Quartets are mapped to their canonical class and evaluated class by class.
     """
     _check_backend(backend)
     check_mole(mol)
-    v = get_variant(variant)
+    options = kernel_options(variant)
     requested = [shell_quartet_indices(q) for q in quartets]
     if backend == "reference":
-        return _reference(mol, requested, v)
-    return _generated(mol, requested, v, backend)
+        return _reference(mol, requested, options)
+    return _generated(mol, requested, options, backend)
 
 
 def shell_quartet_eri(
-    mol, shells: Sequence[int], backend: str = "reference", variant: str | Variant = "full"
+    mol,
+    shells: Sequence[int],
+    backend: str = "reference",
+    variant: str | Variant | KernelOptions = "full",
 ) -> np.ndarray:
     """(ab|cd) over shells (i, j, k, l) of ``mol``, equal in shape, order and value to
     ``mol.intor('int2e_sph', shls_slice=(i, i+1, j, j+1, k, k+1, l, l+1))``

@@ -6,11 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .angmom import LMAX, ClassError
-
-
-class ShellError(ValueError):
-    """A shell index or shell quartet the engine cannot use."""
+from .angmom import LMAX
+from .errors import ClassError, ShellError
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .errors import VariantError
 from .graph.axis import AxisPolicy
 from .orchestration.schedule import OrderKind
 
@@ -81,10 +82,6 @@ VARIANTS: dict[str, Variant] = {
         ),
     )
 }
-
-
-class VariantError(ValueError):
-    """An unknown variant name."""
 
 
 def get_variant(name: str | Variant) -> Variant:

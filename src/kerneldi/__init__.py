@@ -12,6 +12,7 @@ from .errors import (
     FunctionalError,
     GridError,
     InputError,
+    KernelBuildError,
     KerneLDIError,
     SettingsError,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "GridError",
     "InputError",
     "KerneLDIError",
+    "KernelBuildError",
     "NumInt",
     "Settings",
     "SettingsError",

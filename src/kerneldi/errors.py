@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import qctoolchain
+
 
 class KerneLDIError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -29,3 +34,16 @@ class SettingsError(InputError):
 
 class BackendUnavailable(KerneLDIError, RuntimeError):
     """The requested backend cannot run here (no CuPy, no GPU, no GPU4PySCF)."""
+
+
+class KernelBuildError(KerneLDIError, RuntimeError):
+    """The kernels that did not compile (NVRTC, nvcc or the host emulation's C++ compiler)."""
+
+
+@contextmanager
+def compiler_errors() -> Iterator[None]:
+    """The toolchain's errors raised inside as ``KernelBuildError``."""
+    try:
+        yield
+    except qctoolchain.ToolchainError as exc:
+        raise KernelBuildError(str(exc)) from None

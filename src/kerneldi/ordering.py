@@ -21,6 +21,8 @@ from scipy.cluster import hierarchy
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import squareform
 
+from .errors import SettingsError
+
 MORTON_BITS = 20  # per axis: 3 x 20 = 60-bit codes
 # grid blocks sampled for the support signatures: on Taxol/def2-TZVP 256, 1024 and 4096
 # samples gave the same kept fraction within 2% (on other blocks than those sampled)
@@ -176,7 +178,7 @@ def basis_order(
         return np.arange(mol.nao_nr())
     if method == "support":
         if coords is None:
-            raise ValueError("the support basis order needs the ordered grid coordinates")
+            raise SettingsError("the support basis order needs the ordered grid coordinates")
         kept = sampled_support(mol, np.asarray(coords), block_size, threshold)
         return support_order(kept, leaf_order, optimal_max)
     return cluster_order(mol.intor_symmetric("int1e_ovlp"), leaf_order, optimal_max)

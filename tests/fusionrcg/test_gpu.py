@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fusionrcg
-from fusionrcg.runtime.launch import DeviceError
+from fusionrcg.errors import DeviceError
 from qcbench.eri.verify import Tolerance, reference_eri, sample_quartets
 
 TOL = Tolerance()

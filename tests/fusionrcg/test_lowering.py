@@ -5,13 +5,15 @@ import shutil
 import numpy as np
 import pytest
 
-from fusionrcg import QuartetClass, Tier, plan_class
-from fusionrcg.library.compiler import CompileError, CompileTimeout, nvcc_cubin, parse_ptxas
+from fusionrcg import KernelOptions, QuartetClass, Tier, plan_class
+from fusionrcg.errors import CompileError, CompileTimeout
+from fusionrcg.library.compiler import nvcc_cubin
 from fusionrcg.lowering.boys import TABLE_ORDERS, TABLE_POINTS, TABLE_STRIDE, boys_table
 from fusionrcg.lowering.kernel import PREFETCH_MAX_ACCUMULATORS, SHARED_BANK_THREADS, lower
 from fusionrcg.lowering.layout import tier2_layout
 from fusionrcg.orchestration.placement import place_tier1
 from fusionrcg.orchestration.slots import check_slots
+from qctoolchain import parse_ptxas
 
 PTXAS = """ptxas info    : Compiling entry function 'k' for 'sm_90'
 ptxas info    : Function properties for k
@@ -171,7 +173,7 @@ def _record_forms(monkeypatch, library) -> list[dict]:
 
 def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
 
@@ -181,7 +183,7 @@ def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, 
                                                   ptxas_level=3):  # fmt: skip
         compiles.append(forms[-1])
         cubin.write_bytes(b"cubin")
-        spill = 0 if forms[-1] == library.SPILL_FALLBACKS[-1] else 64
+        spill = 0 if forms[-1].items() >= library.spill_forms(KernelOptions())[-1].items() else 64
         return PtxasReport(255, spill, spill, spill, 1, 0.1)
 
     monkeypatch.setattr(library, "nvcc_cubin", spilling_but_in_full_budget_ordered_graph)
@@ -201,7 +203,7 @@ def test_library_walks_the_spill_fallbacks_until_ptxas_does_not_spill(tmp_path, 
 
 def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
     spills = []
@@ -219,7 +221,7 @@ def test_library_keeps_the_form_with_the_fewest_spill_bytes_when_all_spill(tmp_p
 
 def test_library_builds_tier2_once_in_arrival_order_though_it_spills(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     forms = _record_forms(monkeypatch, library)
     compiles = []
@@ -232,7 +234,8 @@ def test_library_builds_tier2_once_in_arrival_order_though_it_spills(tmp_path, m
     monkeypatch.setattr(library, "nvcc_cubin", spilling)
     k = library.get_kernel(QuartetClass(2, 1, 1, 0), "tier2-only", directory=tmp_path)
     assert k.tier is Tier.BUFFERED and k.report.spills
-    assert compiles == [library.SPILL_FALLBACKS[0]] and compiles[0]["arrival_order"]
+    assert len(compiles) == 1 and compiles[0]["arrival_order"]
+    assert compiles[0].items() >= library.spill_forms(KernelOptions())[0].items()
 
 
 def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
@@ -242,7 +245,7 @@ def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
 
     for ls in ((2, 2, 1, 1), (3, 1, 1, 1), (2, 2, 2, 0)):
         plan = plan_class(QuartetClass(*ls))
-        forms = denser_forms(plan)
+        forms = denser_forms(plan, KernelOptions())
         assert len(forms) == 4 * len(plan.tier1_denser)
         warps = [DEFAULT_MODEL.warps_per_sm(None, plan.tier1_denser[f["denser"]].n_slots)
                  for f in forms]  # fmt: skip
@@ -252,14 +255,14 @@ def test_denser_forms_fill_the_sub_partitions_first_then_take_arrival_order():
     # (2,2|1,1): four warps in graph order before three in arrival order
     plan = plan_class(QuartetClass(2, 2, 1, 1))
     first = [(plan.tier1_denser[f["denser"]].n_slots, f["arrival_order"])
-             for f in denser_forms(plan)[:3]]  # fmt: skip
+             for f in denser_forms(plan, KernelOptions())[:3]]  # fmt: skip
     assert DEFAULT_MODEL.warps_per_sm(None, first[0][0]) == SM_SUBPARTITIONS
     assert first[:2] == [(first[0][0], True), (first[0][0], False)]
 
 
 def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     plan = plan_class(QuartetClass(2, 2, 2, 0))
     slots = [plan.tier1_placement.n_slots] + [p.n_slots for p in plan.tier1_denser]
@@ -285,7 +288,7 @@ def test_library_takes_the_first_denser_placement_that_does_not_spill(tmp_path, 
 
 def test_library_builds_at_the_fallback_level_what_ptxas_cannot_finish(tmp_path, monkeypatch):
     from fusionrcg.library import store as library
-    from fusionrcg.library.compiler import PtxasReport
+    from qctoolchain import PtxasReport
 
     levels = []
 
@@ -353,12 +356,13 @@ def test_compile_errors_name_the_cause(tmp_path):
 
 
 def test_missing_kernel_that_cannot_be_generated_names_the_class(tmp_path, monkeypatch):
+    from fusionrcg import options
     from fusionrcg.library import store as library
 
     def no_pyscf(*args):
         raise ModuleNotFoundError("No module named 'pyscf'")
 
-    monkeypatch.setattr(library, "plan_class", no_pyscf)
+    monkeypatch.setattr(options, "plan_class", no_pyscf)
     with pytest.raises(CompileError, match=r"\(3,2\|3,2\) variant tier1-only: not in the kernel"):
         library.get_kernel(QuartetClass(3, 2, 3, 2), "tier1-only", directory=tmp_path)
 
@@ -368,6 +372,7 @@ def test_tier2_jk_request_is_served_by_the_built_store_kernel(tmp_path, monkeypa
     """A library built for a Tier 2 class's store kernel (all that its J/K needs: Kernel 2
     contracts the stored integrals) serves the J/K request without generating anything, so a
     machine without PySCF runs it; Tier 1's J/K kernel is another kernel and is not served."""
+    from fusionrcg import options
     from fusionrcg.library import store as library
 
     tier2 = QuartetClass(1, 1, 1, 0)
@@ -377,7 +382,7 @@ def test_tier2_jk_request_is_served_by_the_built_store_kernel(tmp_path, monkeypa
     def no_pyscf(*args):
         raise ModuleNotFoundError("No module named 'pyscf'")
 
-    monkeypatch.setattr(library, "plan_class", no_pyscf)
+    monkeypatch.setattr(options, "plan_class", no_pyscf)
     jk = library.get_kernel(tier2, "tier2-only", epilogue="jk", target="cpp", directory=tmp_path)
     assert jk.tier is Tier.BUFFERED and jk.binary == built.binary and jk.cached
     with pytest.raises(CompileError, match="not in the kernel library"):

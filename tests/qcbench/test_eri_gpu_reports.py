@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fusionrcg import QuartetClass, canonical_classes
+from fusionrcg import QuartetClass, canonical_classes, kernel_options
 from fusionrcg.variants import Tier
 from qcbench.eri.bench import Measurement
 from qcbench.eri.reporting import gpu_results, gpu_summary
@@ -46,6 +46,7 @@ def measurement(
         stack_bytes=0, ptxas_level=3, slots_per_quartet=0 if tier == 1 else 90,
         bank="" if tier == 1 else bank,
         kernel2=kernel2, quartet_order="primitive", max_work=64,
+        options=kernel_options(variant).to_json(),
     ).row()  # fmt: skip
     if tier == 2 and not kernel2:  # the first campaign's records had neither field
         del row["bank"], row["kernel2"]

@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fusionrcg.library.compiler import CompileError, find_tool
 from qcbench.records import KINDS, MANIFEST, discover
+from qctoolchain import ToolNotFound, find_tool
 
 RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]
@@ -22,7 +22,7 @@ RUNS = f"{RESULTS}/records"
 def _nvcc():
     try:
         return find_tool("nvcc", "NVCC")
-    except CompileError:
+    except ToolNotFound:
         return None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 
 from ..angmom import Cart
+from ..errors import PlanError
 
 BRA, KET = 0, 1
 
@@ -34,13 +35,13 @@ def vrr_axis(policy: AxisPolicy, e: Cart, f: Cart) -> tuple[int, int]:
             elif e[i] > 0:
                 choice = (BRA, i)
         if choice is None:
-            raise ValueError("[00|00] has no axis to reduce")
+            raise PlanError("[00|00] has no axis to reduce")
         return choice
     for side, comp in ((BRA, e), (KET, f)):
         for i in range(3):
             if comp[i] > 0:
                 return side, i
-    raise ValueError("[00|00] has no axis to reduce")
+    raise PlanError("[00|00] has no axis to reduce")
 
 
 def hrr_axis(policy: AxisPolicy, b: Cart) -> int:
@@ -50,7 +51,7 @@ def hrr_axis(policy: AxisPolicy, b: Cart) -> int:
     for i in axes:
         if b[i] > 0:
             return i
-    raise ValueError("an HRR on a pair whose second index is s has no axis")
+    raise PlanError("an HRR on a pair whose second index is s has no axis")
 
 
 def demand_nesting(policy: AxisPolicy) -> tuple[int, ...]:

@@ -14,6 +14,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..errors import PlanError
+
 
 class NodeKind(enum.IntEnum):
     BOYS = 0  # leaf [00|00]^(m) = prefactor * F_m(T)
@@ -97,7 +99,7 @@ class DagBuilder:
 
     def add(self, key: Hashable, kind: NodeKind, label: tuple, terms: Sequence[Term] = ()) -> int:
         if key in self.index:
-            raise ValueError(f"node {key!r} created twice")
+            raise PlanError(f"node {key!r} created twice")
         self.index[key] = len(self.nodes)
         self.nodes.append(Node(kind, label, tuple(terms)))
         return self.index[key]

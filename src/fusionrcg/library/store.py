@@ -1,10 +1,10 @@
 """The kernel library: generated sources, their builds and what the runtime needs to launch them.
 
 Builds are content-addressed (``<kernel>-<hash of source, flags, arch>``), so a changed generator
-never picks up a stale binary. An index maps the request (class, variant, output basis,
-epilogue, target, architecture, segment size and a fingerprint of the generator's code) to a
-build, with the launch metadata (tier, output shape, slot count, the Tier 2 Phase 2 program,
-FLOP counts): a prebuilt kernel is used without rebuilding its graph. The pipeline fills the
+never picks up a stale binary. An index maps the request (class, output basis, epilogue, target,
+architecture, the kernel options and a fingerprint of the generator's code) to a build, with the
+launch metadata (tier, output shape, slot count, the Tier 2 Phase 2 program, FLOP counts, the
+options): a prebuilt kernel is used without rebuilding its graph. The pipeline fills the
 library ahead of time (``kernels/``); anything missing is generated and compiled on demand, so
 a library user never has to run the pipeline first.
 """
@@ -22,25 +22,27 @@ from typing import NamedTuple
 import numpy as np
 
 from ..angmom import QuartetClass
+from ..errors import CompileError, CompileTimeout
 from ..lowering.kernel import KernelSource, lower
-from ..lowering.layout import DEFAULT_SEGMENT_SIZE, Phase2Program
+from ..lowering.layout import Phase2Program
 from ..lowering.target import Epilogue
-from ..orchestration.plan import DEFAULT_MODEL, ClassPlan, Flops, plan_class
+from ..options import KernelOptions, kernel_options
+from ..orchestration.plan import ClassPlan, Flops
 from ..orchestration.tier import SM_SUBPARTITIONS
-from ..variants import Tier, Variant, get_variant
+from ..variants import Tier, Variant
 from .compiler import (
     CXX_FLAGS,
     NVCC_FLAGS,
     PTXAS_DEFAULT_LEVEL,
-    CompileError,
-    CompileTimeout,
     PtxasReport,
     cxx_shared,
     nvcc_cubin,
 )
 
 ENV_DIR = "FUSIONRCG_KERNEL_DIR"
-_GENERATOR_PARTS = ("angmom.py", "variants.py", "graph", "orchestration", "lowering", "library")
+_GENERATOR_PARTS = (
+    "angmom.py", "variants.py", "options.py", "graph", "orchestration", "lowering", "library",
+)  # fmt: skip
 
 
 def kernel_dir(directory: str | Path | None = None) -> Path:
@@ -84,6 +86,7 @@ class LibraryKernel:
     flops: Flops
     report: PtxasReport | None
     cached: bool
+    options: KernelOptions
 
     @property
     def n_outputs(self) -> int:
@@ -105,12 +108,18 @@ class LibraryKernel:
         return self.n_slots if self.slot_bank == "global" else 0
 
 
-def _request_key(cls, v: Variant, spherical, epilogue, target, arch, segment_size, bank) -> str:
+def request_key(
+    cls: QuartetClass,
+    options: KernelOptions,
+    spherical: bool,
+    epilogue: Epilogue,
+    target: str,
+    arch: str,
+) -> str:
+    """The index key of a request: equal requests under the same generator code share it."""
     text = json.dumps(
-        [cls.tag, asdict(v), spherical, epilogue.value, target, arch, segment_size, bank,
-         generator_fingerprint()],
-        default=str,
-    )  # fmt: skip
+        [cls.tag, options.key(), spherical, epilogue.value, target, arch, generator_fingerprint()]
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -143,6 +152,7 @@ def _load(entry: Path, cached: bool) -> LibraryKernel:
         flops=Flops(**info["flops"]),
         report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
         cached=cached,
+        options=KernelOptions.from_json(info["options"]),
     )
 
 
@@ -159,15 +169,16 @@ def _compile(
     arch: str,
     what: str,
     timeout: float | None,
+    level: int = PTXAS_DEFAULT_LEVEL,
     fallback_level: int | None = None,
 ) -> tuple[Path, PtxasReport | None, bool]:
     """The binary of ``kernel`` in the library (compiled unless there): its path stem, the
-    ptxas report (CUDA) and whether it was there already. Where ptxas at its default level
-    runs past ``timeout``, ``fallback_level`` (if given) builds the kernel once more at that
-    ptxas optimization level; a build at either level that is there already is used."""
+    ptxas report (CUDA) and whether it was there already. Where ptxas at ``level`` runs past
+    ``timeout``, ``fallback_level`` (if given) builds the kernel once more at that ptxas
+    optimization level; a build at either level that is there already is used."""
     cuda = target == "cuda"
-    levels = [PTXAS_DEFAULT_LEVEL]
-    if cuda and fallback_level is not None and fallback_level != PTXAS_DEFAULT_LEVEL:
+    levels = [level]
+    if cuda and fallback_level is not None and fallback_level != level:
         levels.append(fallback_level)
     stems = [
         root / f"{kernel.name}-{_content_key(kernel.source, target, arch, lv)}" for lv in levels
@@ -201,15 +212,23 @@ def _compile(
     return stem, report, False
 
 
-# Tier 1 forms in the order tried until ptxas reports no spills: held to the model's register
-# target, then the full budget; slots read early, then in order (early reads cost registers).
-# Forms that do not apply to a kernel give the same source and are not compiled again.
-SPILL_FALLBACKS = tuple(
-    {"register_target": held, "ordered_slot_reads": ordered, "arrival_order": arrival}
-    for held in (True, False)
-    for ordered in (False, True)
-    for arrival in (True, False)
-)
+def _choices(fixed: bool | None, order: tuple[bool, bool]) -> tuple[bool, ...]:
+    return order if fixed is None else (fixed,)
+
+
+def spill_forms(options: KernelOptions) -> list[dict]:
+    """Tier 1 forms, as keyword arguments of ``lower``, in the order tried until ptxas reports
+    no spills: held to the model's register target, then the full budget; slots read early,
+    then in order (early reads cost registers); operands in arrival order, then in graph order.
+    A choice the options fix is not varied; without ``spill_fallbacks`` only the first form.
+    Forms that do not apply to a kernel give the same source and are not compiled again."""
+    forms = [
+        {"register_target": held, "ordered_slot_reads": ordered, "arrival_order": arrival}
+        for held in _choices(options.register_target, (True, False))
+        for ordered in _choices(options.ordered_slot_reads, (False, True))
+        for arrival in _choices(options.arrival_order, (True, False))
+    ]
+    return forms if options.spill_fallbacks else forms[:1]
 
 
 class _Built(NamedTuple):
@@ -227,14 +246,17 @@ def _spill_bytes(built: _Built) -> int:
     return built.report.spill_store_bytes + built.report.spill_load_bytes
 
 
-def denser_forms(plan: ClassPlan) -> list[dict]:
+def denser_forms(plan: ClassPlan, options: KernelOptions) -> list[dict]:
     """The forms of ``plan``'s denser placements in the order the library tries them (see
-    ``_compile_without_spills``), as keyword arguments of ``lower``."""
+    ``_compile_without_spills``), as keyword arguments of ``lower``; none without
+    ``denser_placements``."""
+    if not options.denser_placements:
+        return []
     ranked = []
     for i, placement in enumerate(plan.tier1_denser):
-        warps = DEFAULT_MODEL.warps_per_sm(None, placement.n_slots)
-        for ordered in (False, True):
-            for arrival in (True, False):
+        warps = options.model.warps_per_sm(None, placement.n_slots)
+        for ordered in _choices(options.ordered_slot_reads, (False, True)):
+            for arrival in _choices(options.arrival_order, (True, False)):
                 key = (ordered, -min(warps, SM_SUBPARTITIONS), not arrival, -warps, i)
                 ranked.append((key, {"denser": i, "ordered_slot_reads": ordered,
                                      "arrival_order": arrival}))  # fmt: skip
@@ -243,17 +265,16 @@ def denser_forms(plan: ClassPlan) -> list[dict]:
 
 def _compile_without_spills(
     plan: ClassPlan,
+    options: KernelOptions,
     target: str,
     epi: Epilogue,
-    segment_size: int,
-    bank: str,
     root: Path,
     arch: str,
     what: str,
     timeout: float | None,
     fallback_level: int | None,
 ) -> _Built:
-    """Tier 2: the first of ``SPILL_FALLBACKS``. Tier 1: the first of them that compiles
+    """Tier 2: the first of ``spill_forms``. Tier 1: the first of them that compiles
     without spills (otherwise the first of those with the fewest spill bytes: Tier 1 above
     ``spill_free_max_total`` always spills);
     then, for a store kernel that compiled without spills, the first form that does too of
@@ -268,19 +289,23 @@ def _compile_without_spills(
     tried = set()
 
     def attempt(**form) -> _Built | None:
-        kernel = lower(plan, target, epi, segment_size, bank, **form)
+        kernel = lower(plan, target, epi, **options.lowering(), **form)
         if kernel.source in tried:
             return None
         tried.add(kernel.source)
-        return _Built(kernel, *_compile(kernel, root, target, arch, what, timeout, fallback_level))
+        compiled = _compile(
+            kernel, root, target, arch, what, timeout, options.ptxas_level, fallback_level
+        )
+        return _Built(kernel, *compiled)
 
-    built = attempt(**SPILL_FALLBACKS[0])
+    first, *others = spill_forms(options)
+    built = attempt(**first)
     if plan.tier is Tier.BUFFERED:
         # Tier 2's segment functions run at the register ceiling and spill in every form
         # (they differ by under 1%): one build, not one per form, which doubled the compile
         # time of the largest classes
         return built
-    for form in SPILL_FALLBACKS[1:]:
+    for form in others:
         if not built.spills:
             break
         other = attempt(**form)
@@ -288,7 +313,7 @@ def _compile_without_spills(
             built = other
     if built.spills or epi is not Epilogue.STORE:
         return built
-    for form in denser_forms(plan):
+    for form in denser_forms(plan, options):
         denser = attempt(**form)
         if denser is not None and not denser.spills:
             return denser
@@ -297,37 +322,40 @@ def _compile_without_spills(
 
 def get_kernel(
     cls: QuartetClass,
-    variant: str | Variant = "full",
+    options: str | Variant | KernelOptions = "full",
     spherical: bool = True,
     epilogue: str | Epilogue = Epilogue.STORE,
     target: str = "cuda",
     arch: str = "sm_90",
     directory: str | Path | None = None,
-    segment_size: int = DEFAULT_SEGMENT_SIZE,
     timeout: float | None = None,
     bank: str = "auto",
     fallback_ptxas_level: int | None = None,
 ) -> LibraryKernel:
-    """The kernel of ``cls`` under ``variant``: from the library, or generated and compiled.
-    ``bank`` places a Tier 2 kernel's slot bank (``lowering.kernel.shared_bank``). A compile
-    that runs past ``timeout`` raises ``CompileTimeout``, or with ``fallback_ptxas_level``
-    is done once more at that ptxas optimization level (the ptxas report keeps the level; the
-    library then serves that build to every request of the kernel): the largest forced Tier 1
-    kernels do not finish at ptxas's default -O3 in hours."""
-    v = get_variant(variant)
+    """The kernel of ``cls`` under ``options`` (``options.kernel_options``: a preset name, a
+    variant or the options themselves): from the library, or generated and compiled. ``bank``
+    other than "auto" replaces the options' Tier 2 slot bank (``lowering.kernel.shared_bank``).
+    ``timeout`` and ``fallback_ptxas_level`` decide how a build is attempted, not what it is:
+    a compile that runs past ``timeout`` raises ``CompileTimeout``, or with
+    ``fallback_ptxas_level`` is done once more at that ptxas optimization level (the ptxas
+    report keeps the level; the library then serves that build to every request of the
+    kernel): the largest forced Tier 1 kernels do not finish at ptxas's default -O3 in hours."""
+    opts = kernel_options(options)
+    if bank != "auto":
+        opts = opts.replace(bank=bank)
+    v = opts.variant
     epi = Epilogue(epilogue)
     if target != "cuda":
         arch = "host"
     root = kernel_dir(directory)
     index = root / "index"
     index.mkdir(exist_ok=True)
-    key = _request_key(cls, v, spherical, epi, target, arch, segment_size, bank)
-    entry = index / f"{key}.json"
+    entry = index / f"{request_key(cls, opts, spherical, epi, target, arch)}.json"
     if entry.exists():
         return _load(entry, cached=True)
 
     try:
-        plan = plan_class(cls, v, spherical)
+        plan = opts.plan(cls, spherical)
     except ModuleNotFoundError as exc:  # the spherical coefficients come from PySCF
         raise CompileError(
             f"{cls} variant {v.name}: not in the kernel library at {root} and it cannot be "
@@ -337,7 +365,7 @@ def get_kernel(
         epi = Epilogue.STORE  # Tier 2 contracts J/K in its second kernel
     what = f"{cls} variant {v.name} Tier {int(plan.tier)} ({target})"
     kernel, stem, report, cached = _compile_without_spills(
-        plan, target, epi, segment_size, bank, root, arch, what, timeout, fallback_ptxas_level
+        plan, opts, target, epi, root, arch, what, timeout, fallback_ptxas_level
     )
     cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")
@@ -366,10 +394,11 @@ def get_kernel(
         "jk_kernel": kernel.jk_kernel,
         "flops": asdict(plan.flops),
         "ptxas": report.as_dict() if report else None,
+        "options": opts.to_json(),
     }
     # a Tier 2 kernel answers the store and the J/K request alike (Kernel 2 contracts what it
     # stores), so a library built for either serves both without generating anything
     for served in tuple(Epilogue) if plan.tier is Tier.BUFFERED else (epi,):
-        key = _request_key(cls, v, spherical, served, target, arch, segment_size, bank)
+        key = request_key(cls, opts, spherical, served, target, arch)
         _write_atomic(index / f"{key}.json", json.dumps(info, indent=1))
     return _load(entry, cached=cached)

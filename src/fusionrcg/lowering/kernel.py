@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..angmom import sp_common_factor
+from ..errors import OptionsError
 from ..graph import Dag, Term
 from ..graph import symbols as S
 from ..orchestration.placement import Tier1Placement
@@ -157,9 +158,12 @@ def _prologue(plan: ClassPlan) -> list[str]:
     return lines
 
 
-def _loops_open(plan: ClassPlan, target: Target, record: str | None) -> list[str]:
+def _loops_open(
+    plan: ClassPlan, target: Target, record: str | None, prefetch_max_accumulators: int
+) -> list[str]:
     """The bra and ket primitive-pair loops and the per-primitive-quartet quantities. With
-    ``record`` they are stored into that FrcgPrim variable instead of local constants."""
+    ``record`` they are stored into that FrcgPrim variable instead of local constants. Classes
+    with at most ``prefetch_max_accumulators`` accumulators read the next ket row ahead."""
     pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
     d = (lambda f: f"{record}.{f}") if record else (lambda f: f"const double {f}")
     width = len(PAIR_FIELDS)
@@ -169,7 +173,7 @@ def _loops_open(plan: ClassPlan, target: Target, record: str | None) -> list[str
         f"const double* const bra = pair_data + (size_t){width} * (fab + jab);",
         *target.load_row("bra", PAIR_FIELDS[:3] + S.PA),
     ]
-    if plan.n_accumulators <= PREFETCH_MAX_ACCUMULATORS:
+    if plan.n_accumulators <= prefetch_max_accumulators:
         # the next ket row is read while this one is used (the last trip reads its own row
         # again), so the loads' latency no longer opens every primitive quartet
         lines += [
@@ -261,6 +265,7 @@ def _tier1_body(
     epilogue: Epilogue,
     placement: Tier1Placement,
     arrival_order: bool,
+    prefetch_max_accumulators: int,
 ) -> list[str]:
     g = plan.graph
     n_acc = plan.n_accumulators
@@ -274,7 +279,7 @@ def _tier1_body(
     lines = [f"double acc{k} = 0.0;" for k in placement.register_accumulators()]
     if placement.accumulator_slot:
         lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SET_SACC(s, 0.0);")
-    lines += _loops_open(plan, target, record=None)
+    lines += _loops_open(plan, target, None, prefetch_max_accumulators)
     vname = lambda v: f"v{v}"  # noqa: E731
     target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
     made = {v: i for i, v in enumerate(plan.vrr_order)}
@@ -472,11 +477,12 @@ def _tier2_body(
     size: int,
     compiled: bool,
     shared: bool,
+    prefetch_max_accumulators: int,
 ) -> list[str]:
     lines = _bank_lines(shared)
     lines.append(f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;")
     lines.append(f"struct {name}_prim P;")
-    lines += _loops_open(plan, target, record="P")
+    lines += _loops_open(plan, target, "P", prefetch_max_accumulators)
     lines += [f"{name}_s{i}(&P, bank, bank_stride, lane);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if compiled:
@@ -513,10 +519,10 @@ def shared_bank(n_slots: int, target: Target, bank: str = "auto") -> bool:
     """Whether a Tier 2 kernel with ``n_slots`` slots per quartet keeps its bank in shared
     memory (CUDA only; ``bank`` is "auto", "shared" or "global")."""
     if bank not in BANKS:
-        raise ValueError(f"unknown slot bank {bank!r}; one of {', '.join(BANKS)}")
+        raise OptionsError(f"unknown slot bank {bank!r}; one of {', '.join(BANKS)}")
     fits = 8 * n_slots * SHARED_BANK_THREADS <= SHARED_BANK_MAX_BYTES
     if bank == "shared" and not fits:
-        raise ValueError(
+        raise OptionsError(
             f"a bank of {n_slots} slots does not fit in {SHARED_BANK_MAX_BYTES} bytes of shared "
             f"memory per {SHARED_BANK_THREADS} threads"
         )
@@ -533,6 +539,9 @@ def lower(
     ordered_slot_reads: bool = False,
     denser: int | None = None,
     arrival_order: bool = True,
+    prefetch_max_accumulators: int = PREFETCH_MAX_ACCUMULATORS,
+    phase2_compiled_max: int = PHASE2_COMPILED_MAX,
+    generated_kernel2_max_outputs: int = GENERATED_KERNEL2_MAX_OUTPUTS,
 ) -> KernelSource:
     """Source of the kernel for ``plan`` in its tier (forced or chosen by the model); ``bank``
     places Tier 2's slot bank (see ``shared_bank``). A Tier 1 kernel the model holds to fewer
@@ -542,12 +551,15 @@ def lower(
     instead. Tier 1 reads its shared-memory slots in order with ``ordered_slot_reads``, as
     early as ptxas likes otherwise (``Target.tier1_slots``). Each statement sums its terms in
     the order their values become available with ``arrival_order``, in graph order otherwise
-    (``_expr``)."""
+    (``_expr``). The last three set the thresholds named by this module's constants of the same
+    names (``options.KernelOptions``)."""
     tgt = TARGETS[target] if isinstance(target, str) else target
     epi = Epilogue(epilogue)
     tier = plan.tier
     if tier is Tier.BUFFERED and epi is Epilogue.JK:
-        raise ValueError("Tier 2 builds J and K with its contraction kernel: lower it with 'store'")
+        raise OptionsError(
+            "Tier 2 builds J and K with its contraction kernel: lower it with 'store'"
+        )
     name = kernel_name(plan, tier, epi)
     n_out = math.prod(plan.graph.output_shape)
     parts = [
@@ -567,7 +579,7 @@ def lower(
         # bought it nothing (H200: 0.94x-1.07x, median 1.00x, reports/gpu/eri/register_target)
         if denser is not None:
             if epi is not Epilogue.STORE:
-                raise ValueError("the denser Tier 1 placements are the store kernel's")
+                raise OptionsError("the denser Tier 1 placements are the store kernel's")
             placement = plan.tier1_denser[denser]
         elif plan.tier1_registers is not None and register_target and epi is Epilogue.STORE:
             held = plan.tier1_registers
@@ -576,11 +588,11 @@ def lower(
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
-        body += _tier1_body(plan, tgt, epi, placement, arrival_order)
+        body += _tier1_body(plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators)
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
         if 8 * n_slots * bank_threads > TIER1_MAX_SHARED_BYTES:
-            raise ValueError(
+            raise OptionsError(
                 f"{plan.cls}: Tier 1 needs {n_slots} shared-memory slots per thread, more than "
                 f"{TIER1_MAX_SHARED_BYTES} bytes per block of {TIER1_THREADS} threads"
             )
@@ -591,13 +603,15 @@ def lower(
         # inlining single functions pays with the bank in shared memory; with the global bank
         # the compiler keeps every slot's address in a register and spills (ptxas, sm_90)
         parts.append(_segment_functions(plan, layout, tgt, name, shared, arrival_order))
-        compiled = len(layout.program) <= PHASE2_COMPILED_MAX
+        compiled = len(layout.program) <= phase2_compiled_max
         if compiled:
             parts.append(_phase2_functions(layout, tgt, name, segment_size, shared, arrival_order))
-        body = _tier2_body(plan, tgt, layout, name, segment_size, compiled, shared)
+        body = _tier2_body(
+            plan, tgt, layout, name, segment_size, compiled, shared, prefetch_max_accumulators
+        )
         n_slots = layout.n_slots
         bank_threads = SHARED_BANK_THREADS if shared else 0
-        if tgt.name == "cuda" and n_out <= GENERATED_KERNEL2_MAX_OUTPUTS:
+        if tgt.name == "cuda" and n_out <= generated_kernel2_max_outputs:
             jk_kernel = f"{name}_jk"
             parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..errors import OptionsError
 from ..graph import NodeKind, Term
 from ..graph import symbols as S
 from ..orchestration.plan import ClassPlan
@@ -113,7 +114,7 @@ def _slot_of_accumulators(plan: ClassPlan) -> tuple[int, ...]:
 @lru_cache(maxsize=8)
 def tier2_layout(plan: ClassPlan, segment_size: int = DEFAULT_SEGMENT_SIZE) -> Tier2Layout:
     if segment_size < 1:
-        raise ValueError("segment_size must be positive")
+        raise OptionsError("segment_size must be positive")
     order = plan.vrr_order
     birth, death = plan.vrr_ranges.birth, plan.vrr_ranges.death
     seg = lambda step: int(step) // segment_size  # noqa: E731

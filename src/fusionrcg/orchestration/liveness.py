@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PlanError
 from ..graph.ir import Dag
 
 BEFORE_START = -1  # birth step of values that exist before the phase (Phase 2's accumulators)
@@ -42,11 +43,11 @@ def check_order(dag: Dag, order: Sequence[int]) -> None:
     """Raise if ``order`` is not a topological order of the computed vertices of ``dag``."""
     expected = {v for v in range(len(dag)) if not (dag.leaves_preexist and dag.nodes[v].is_leaf)}
     if len(order) != len(expected) or set(order) != expected:
-        raise ValueError("an order must list every computed vertex exactly once")
+        raise PlanError("an order must list every computed vertex exactly once")
     done = [dag.leaves_preexist and n.is_leaf for n in dag.nodes]
     for v in order:
         if not all(done[p] for p in dag.parents[v]):
-            raise ValueError(f"vertex {v} is scheduled before one of its sources")
+            raise PlanError(f"vertex {v} is scheduled before one of its sources")
         done[v] = True
 
 

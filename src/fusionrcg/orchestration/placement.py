@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import PlanError
 from ..graph.ir import Dag
 
 NEVER = 1 << 62
@@ -59,7 +60,7 @@ def place_tier1(
     ``n_accumulators`` accumulators in registers through the loops and ``phase2_values`` live
     values in registers between the steps of ``hrr_order``."""
     if register_accumulators < 0 or phase2_values < 1:
-        raise ValueError("register budgets must be non-negative (Phase 2: at least one value)")
+        raise PlanError("register budgets must be non-negative (Phase 2: at least one value)")
     n_acc = n_accumulators
     reads = _reads(hrr, hrr_order)
     first_read = lambda k: reads.get(k, [NEVER])[0]  # noqa: E731

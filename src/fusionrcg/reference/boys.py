@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erf
 
+from ..errors import InputError
+
 SERIES_LIMIT = 30.0
 MAX_ORDER = 32
 _SERIES_TOL = 1e-17
@@ -21,10 +23,10 @@ _SERIES_TOL = 1e-17
 def boys(m_max: int, t: np.ndarray) -> np.ndarray:
     """F_0..F_{m_max} at every T; the result has shape ``(m_max + 1, *t.shape)``."""
     if not 0 <= m_max <= MAX_ORDER:
-        raise ValueError(f"Boys order {m_max} outside 0..{MAX_ORDER}")
+        raise InputError(f"Boys order {m_max} outside 0..{MAX_ORDER}")
     t = np.asarray(t, dtype=float)
     if np.any(t < 0) or not np.all(np.isfinite(t)):
-        raise ValueError("the Boys function needs finite T >= 0")
+        raise InputError("the Boys function needs finite T >= 0")
     flat = t.reshape(-1)
     out = np.empty((m_max + 1, flat.size))
     small = flat < SERIES_LIMIT

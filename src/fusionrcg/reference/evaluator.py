@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..angmom import sp_common_factor
+from ..errors import InputError
 from ..graph import Dag, NodeKind
 from ..graph import symbols as S
 from ..orchestration.liveness import LiveRanges
@@ -130,9 +131,9 @@ def evaluate_batch(plan: ClassPlan, quartets: Sequence[Quartet]) -> np.ndarray:
     first = quartets[0]
     for q in quartets:
         if tuple(s.l for s in q) != plan.cls.ls:
-            raise ValueError(f"shell quartet class {tuple(s.l for s in q)} is not {plan.cls}")
+            raise InputError(f"shell quartet class {tuple(s.l for s in q)} is not {plan.cls}")
         if any(s.coefficients.shape != f.coefficients.shape for s, f in zip(q, first)):
-            raise ValueError("a batch must share primitive and contraction counts")
+            raise InputError("a batch must share primitive and contraction counts")
     nq = len(quartets)
     nprims = tuple(s.nprim for s in first)
     nctrs = tuple(s.nctr for s in first)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..angmom import QuartetClass
+from ..errors import DeviceError
 from ..library.compiler import SUPPORTED_ARCHS
 from ..library.store import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
@@ -29,7 +30,7 @@ from ..lowering.target import (
 )
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
-from .launch import DeviceError, _program, _quartet_batches
+from .launch import _program, _quartet_batches
 from .pairs import primitive_pairs
 
 THREADS = 128

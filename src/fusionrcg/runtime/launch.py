@@ -25,10 +25,6 @@ BUFFER_BUDGET_BYTES = 1 << 30
 """Buffer memory (slots, and on the GPU the integrals) per launch; larger batches are split."""
 
 
-class DeviceError(RuntimeError):
-    """No usable GPU, or not enough of its memory."""
-
-
 def _item_batches(items: np.ndarray, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
     """Consecutive quartet ranges whose items (``items`` per quartet) need at most ``budget``
     bytes of ``n_slots`` doubles each (a range holds one quartet at least)."""

@@ -9,16 +9,20 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import os
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+import qctoolchain
+
+from ..errors import InputError, KernelBuildError, compiler_errors
 from . import kernels as kd
 
 HERE = Path(__file__).parent
+EMULATION_FLAGS = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-I{HERE}")
 _CTYPES = {"int": ctypes.c_int, "double": ctypes.c_double}
 
 
@@ -27,7 +31,7 @@ def kernel_params(name: str) -> list[tuple[str, str]]:
     src = kd.SOURCE.read_text()
     m = re.search(rf"\b{name}\(([^)]*)\)\s*{{", src)
     if m is None:
-        raise RuntimeError(f"kernel {name} not found in {kd.SOURCE.name}")
+        raise KernelBuildError(f"kernel {name} not found in {kd.SOURCE.name}")
     params = m.group(1).strip()
     if re.fullmatch(r"\w+", params):  # a macro of the source holds the parameter list
         d = re.search(rf"#define {params}((?:.*\\\n)*.*)", src)
@@ -72,26 +76,13 @@ def library(d: int, mma: str) -> ctypes.CDLL:
     ).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"kerneldi_emu_{tag}.so"
     if not out.exists():
-        src = out.with_suffix(".cpp")
+        src = out.with_suffix(f".{os.getpid()}.cpp")
         src.write_text(code)
-        res = subprocess.run(
-            [
-                "g++",
-                "-std=c++20",
-                "-O1",
-                "-pthread",
-                "-shared",
-                "-fPIC",
-                f"-I{HERE}",
-                "-o",
-                str(out),
-                str(src),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if res.returncode != 0:
-            raise RuntimeError(f"building the kernel emulation failed:\n{res.stderr[-4000:]}")
+        try:
+            with compiler_errors():
+                qctoolchain.cxx_shared(src, out, EMULATION_FLAGS, "the kernel emulation")
+        finally:
+            src.unlink()
     lib = ctypes.CDLL(str(out))
     for e in exprs:
         fn = getattr(lib, symbol(e))
@@ -112,7 +103,7 @@ class EmulatedKernel:
         for a in args:
             if isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
-                    raise ValueError("kernel arguments must be C-contiguous")
+                    raise InputError("kernel arguments must be C-contiguous")
                 conv.append(a.ctypes.data)
             else:
                 conv.append(a.item() if isinstance(a, np.generic) else a)

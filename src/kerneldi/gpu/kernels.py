@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import SettingsError
+import qctoolchain
+
+from ..errors import SettingsError, compiler_errors
 from ..settings import Settings
 
 SOURCE = Path(__file__).with_name("kernels.cu")
@@ -168,30 +168,14 @@ def smem_bytes(expr: str, d: int, mma: int) -> int:
     return 0
 
 
-def _nvrtc_options() -> tuple[str, ...]:
-    """NVRTC flags. CUDA's pip wheels ship ``mma.h`` without the ``crt/mma.h`` it includes, so
-    the include folder of an installed toolkit (the one holding nvcc) goes first when present."""
-    nvcc = shutil.which("nvcc")
-    toolkit = Path(nvcc).resolve().parent.parent / "include" if nvcc else None
-    if toolkit is not None and (toolkit / "crt" / "mma.h").exists():
-        return ("-std=c++17", f"-I{toolkit}")
-    return ("-std=c++17",)
-
-
 @functools.cache
 def module(d: int, mma: str) -> dict:
     """The compiled kernels of one block size and product mode: {name: (RawKernel, smem)}."""
-    import cupy
-
     check_supported(d, mma)
     m = MMA_CODES[mma]
     wanted = names(d, m)
-    code = SOURCE.read_text()
-    try:
-        mod = cupy.RawModule(code=code, options=_nvrtc_options(), name_expressions=wanted)
-        mod.compile()
-    except cupy.cuda.compiler.CompileException as exc:
-        raise RuntimeError(f"NVRTC could not compile {SOURCE.name}: {exc}") from exc
+    with compiler_errors():
+        mod = qctoolchain.nvrtc_module(SOURCE.read_text(), SOURCE.name, name_expressions=wanted)
     kernels = {}
     for name in wanted:
         k = mod.get_function(name)
@@ -203,7 +187,8 @@ def module(d: int, mma: str) -> dict:
 
 
 def nvcc_check(arch: str = "sm_90", out_dir: str | Path | None = None) -> str:
-    """Compile every instantiation with nvcc (no GPU needed); returns ptxas's report."""
+    """Compile every instantiation with nvcc (no GPU needed); returns nvcc's output, ptxas's
+    report of every kernel included."""
     refs = []
     for mma in MMA_CODES:
         for d in (16, 32, 64) if mma == "fp64" else (32,):
@@ -213,21 +198,5 @@ def nvcc_check(arch: str = "sm_90", out_dir: str | Path | None = None) -> str:
         src = Path(tmp) / "kd_check.cu"
         src.write_text(body)
         out = Path(out_dir or tmp) / "kd_check.cubin"
-        res = subprocess.run(
-            [
-                "nvcc",
-                f"-arch={arch}",
-                "-std=c++17",
-                "-cubin",
-                "-Xptxas",
-                "-v",
-                "-o",
-                str(out),
-                str(src),
-            ],
-            capture_output=True,
-            text=True,
-        )
-    if res.returncode != 0:
-        raise RuntimeError(f"nvcc failed:\n{res.stderr}")
-    return res.stderr
+        with compiler_errors():
+            return qctoolchain.nvcc_cubin(src, out, arch, ("-std=c++17",), SOURCE.name).log

@@ -13,9 +13,9 @@ import numpy as np
 
 from fusionrcg.angmom import QuartetClass
 from fusionrcg.lowering.target import Epilogue
+from fusionrcg.options import KernelOptions, kernel_options
 from fusionrcg.orchestration.plan import Flops
 from fusionrcg.runtime.basis import SegmentedBasis
-from fusionrcg.variants import get_variant
 
 TARGET_FLOPS_PER_LAUNCH = 4e11  # about 20-40 ms of FP64 work per launch
 MAX_QUARTETS = 1 << 20
@@ -61,6 +61,7 @@ class Measurement:
     kernel2: str  # J/K epilogue: "fused" (Tier 1) or the Kernel 2 form; store epilogue: ""
     quartet_order: str  # "primitive": warps grouped by primitive counts; "given": as sampled
     max_work: int  # primitive quartets per work item at most (``runtime.pairs``); 0: no split
+    options: dict  # the kernel's options (``KernelOptions.to_json``)
 
     def row(self) -> dict:
         return asdict(self)
@@ -112,7 +113,7 @@ def quartet_flops(f: Flops, basis: SegmentedBasis, quartets: np.ndarray) -> tupl
 def measure(
     executor,
     cls: QuartetClass,
-    variant: str,
+    variant: str | KernelOptions,
     basis: SegmentedBasis,
     basis_name: str,
     epilogue: Epilogue,
@@ -122,8 +123,10 @@ def measure(
     bank: str = "auto",
     kernel2: str = "auto",
 ) -> Measurement:
+    """One timed launch series of ``cls`` under ``variant`` (a preset name or kernel options)."""
     cp = executor.cp
-    kernel = executor.kernel(cls, get_variant(variant), basis.spherical, epilogue, bank)
+    options = kernel_options(variant)
+    kernel = executor.kernel(cls, options, basis.spherical, epilogue, bank)
     nprim = [int(basis.prim[basis.segments_with_l(l), 1].mean()) for l in cls.ls]
     per_quartet = kernel.flops.per_contracted_quartet(max(1, int(np.prod(nprim))))
     n = int(np.clip(TARGET_FLOPS_PER_LAUNCH / max(per_quartet, 1), MIN_QUARTETS, MAX_QUARTETS))
@@ -136,7 +139,7 @@ def measure(
         nao = basis.nao
         vj, vk = cp.zeros((nao, nao)), cp.zeros((nao, nao))
         kernel, form, batches = executor.jk_launches(
-            cls, get_variant(variant), basis.spherical, quartets, np.full(n, 0.125), basis, dm,
+            cls, options, basis.spherical, quartets, np.full(n, 0.125), basis, dm,
             vj, vk, kernel2, bank,
         )  # fmt: skip
         runs = list(batches)
@@ -149,7 +152,7 @@ def measure(
     seconds, fastest = event_median(cp, run)
     r = kernel.report
     return Measurement(
-        cls=str(cls), total=cls.total, variant=variant, tier=int(kernel.tier),
+        cls=str(cls), total=cls.total, variant=options.variant.name, tier=int(kernel.tier),
         epilogue=epilogue.value, basis=basis_name, n_quartets=n, seconds_median=seconds,
         seconds_min=fastest, quartets_per_second=n / seconds, flops=flops,
         flop_rate=flops / seconds, fraction_of_peak=flops / seconds / peak,
@@ -158,5 +161,5 @@ def measure(
         stack_bytes=r.stack_bytes, ptxas_level=r.ptxas_level, slots_per_quartet=kernel.n_slots,
         bank=kernel.slot_bank or "",
         kernel2=form, quartet_order="primitive" if executor.uniform_warps else "given",
-        max_work=executor.max_work or 0,
+        max_work=executor.max_work or 0, options=kernel.options.to_json(),
     )  # fmt: skip

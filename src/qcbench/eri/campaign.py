@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from fusionrcg.angmom import QuartetClass, canonical_classes
-from fusionrcg.library.compiler import PTXAS_DEFAULT_LEVEL, PTXAS_LEVELS
 from fusionrcg.lowering.target import Epilogue
 from fusionrcg.runtime.basis import SegmentedBasis
 from fusionrcg.runtime.gpu import MAX_WORK
+from qctoolchain import PTXAS_DEFAULT_LEVEL, PTXAS_LEVELS
 
 # cc-pVXZ for the highest l a class needs: realistic primitive counts per angular momentum
 BASIS_FOR_LMAX = {0: "cc-pvdz", 1: "cc-pvdz", 2: "cc-pvdz", 3: "cc-pvtz", 4: "cc-pvqz"}
@@ -195,7 +195,7 @@ def _kernel_jobs(plan: list[dict], verify: bool) -> list[tuple[str, str, bool, s
 def _build_one(
     job: tuple[str, str, bool, str, str], kernel_dir: str, timeout: float, fallback: int | None
 ) -> dict:
-    from fusionrcg.library.compiler import CompileError
+    from fusionrcg.errors import CompileError
     from fusionrcg.library.store import get_kernel
 
     tag, variant, spherical, epilogue, bank = job
@@ -207,7 +207,11 @@ def _build_one(
                        timeout=timeout, bank=bank, fallback_ptxas_level=fallback)  # fmt: skip
     except CompileError as exc:
         return record | {"error": str(exc)[:300]}
-    return record | {"kernel": k.binary.name, "tier": int(k.tier)} | k.report.as_dict()
+    return (
+        record
+        | {"kernel": k.binary.name, "tier": int(k.tier), "options": k.options.to_json()}
+        | k.report.as_dict()
+    )
 
 
 def kernels(args) -> int:

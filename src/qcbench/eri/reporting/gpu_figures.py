@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fusionrcg.library.compiler import PTXAS_DEFAULT_LEVEL
+from qctoolchain import PTXAS_DEFAULT_LEVEL
 
 TIER_COLORS = {1: "tab:green", 2: "tab:red"}
 

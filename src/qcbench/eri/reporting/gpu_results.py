@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from fusionrcg.angmom import QuartetClass, shell_size
-from fusionrcg.library.compiler import PTXAS_DEFAULT_LEVEL
 from fusionrcg.runtime.gpu import kernel2_form
 from fusionrcg.variants import Tier
+from qctoolchain import PTXAS_DEFAULT_LEVEL
 
 from ...records import Record, ordered
 

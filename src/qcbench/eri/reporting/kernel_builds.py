@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from fusionrcg.angmom import QuartetClass
-from fusionrcg.library.compiler import CompileError
+from fusionrcg.errors import CompileError
 from fusionrcg.library.store import get_kernel
 from fusionrcg.orchestration.plan import plan_class
 from fusionrcg.variants import VARIANTS, get_variant
