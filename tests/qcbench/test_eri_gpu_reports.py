@@ -369,3 +369,25 @@ def test_runtime_jk_forms_by_tier_and_size():
     assert kernel2_form(small, "thread", tier=Tier.REGISTER) == "thread"
     with pytest.raises(ValueError, match="only Tier 1"):
         kernel2_form(small, "fused")
+
+
+def test_a_kernel_with_other_options_supersedes_no_product_measurement(tmp_path):
+    root = write_records(tmp_path / "records")
+    cls = QuartetClass(1, 0, 1, 0)
+    study = kernel_options("full").replace(prefetch_max_accumulators=0)
+    rows = [
+        measurement(cls, "no-axis", "store", 1e8, 1),  # the product's no-axis again
+        measurement(cls, "full", "store", 9e8, 1) | {"options": study.to_json()},
+    ]
+    study_run = root / "eri-bench" / "study"
+    study_run.mkdir()
+    _jsonl(study_run / "measurements.jsonl", rows)
+    (study_run / "device.json").write_text(json.dumps({"gpu": "Test GPU", "fp64_fma_peak": PEAK}))
+    _record(root, "eri-bench", "study", "2026-02-01T00:00:00", supersedes=["campaign", "later"])
+    table = gpu_results.throughput_table(load(root).measurements, PEAK)
+    full = table[(table["class"] == str(cls)) & (table["variant"] == "full")]
+    # the study's full kernel is its own measurement; later's product kernel stays current
+    assert list(full["superseded"]) == [True, False, False]
+    assert list(full["source"]) == ["campaign", "later", "study"]
+    no_axis = table[(table["class"] == str(cls)) & (table["variant"] == "no-axis")]
+    assert list(no_axis["superseded"]) == [True, False]

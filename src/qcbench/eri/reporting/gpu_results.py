@@ -9,7 +9,8 @@ The measurements come from ``eri-bench`` records and the checks from ``eri-verif
 missing values with their reason. A later record's measurement supersedes an earlier one of
 the same class, variant, epilogue, slot-bank request and Kernel 2 form: the tier tables use the
 latest, while an ablation sets the full kernel against the ablated one measured in the same
-record, never across records.
+record, never across records. A kernel built with options other than its variant's preset is a
+measurement of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from fusionrcg.angmom import QuartetClass, shell_size
+from fusionrcg.options import PRESETS, KernelOptions
 from fusionrcg.runtime.gpu import kernel2_form
 from fusionrcg.variants import Tier
 from qctoolchain import PTXAS_DEFAULT_LEVEL
@@ -86,11 +88,27 @@ def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _options_key(record: pd.Series) -> str:
+    """ "" for a kernel built with its variant's preset options (the slot-bank request aside),
+    and for records from before measurements carried their options; otherwise the options'
+    key, so that a study's kernel is a measurement of its own and supersedes no product one."""
+    data = record.get("options")
+    if not isinstance(data, dict):
+        return ""
+    options = KernelOptions.from_json(data)
+    preset = PRESETS.get(options.variant.name)
+    # the bank is the measurement's own field (bank_request)
+    if preset is not None and options == preset.replace(bank=options.bank):
+        return ""
+    return options.key()
+
+
 def _measurement_key(record: pd.Series) -> tuple:
-    """What a record measured: class, variant, epilogue, slot-bank request, Kernel 2 form."""
+    """What a record measured: class, variant, epilogue, slot-bank request, Kernel 2 form and
+    kernel options (``_options_key``)."""
     form = record["kernel2"] if isinstance(record["kernel2"], str) else ""
     return (str(_class_of(record)), record["variant"], record["epilogue"],
-            record["bank_request"], form)  # fmt: skip
+            record["bank_request"], form, _options_key(record))  # fmt: skip
 
 
 def _verify_key(row: dict) -> tuple:
