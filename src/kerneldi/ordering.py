@@ -10,7 +10,7 @@ Taxol/def2-TZVP 80% of the basis blocks were kept per grid block where 24% of th
 reach t_b. The default ("support") clusters on what the block structure depends on: the grid
 blocks (a sample spread over the ordered grid) where each function or a first derivative
 reaches t_b, under Jaccard distance; there 39% of the blocks are kept and a quarter of the
-block pairs remain (reports/gpu/README.md).
+block pairs remain (docs/design/xc-engine.md).
 """
 
 from __future__ import annotations

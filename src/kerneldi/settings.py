@@ -26,7 +26,7 @@ TILINGS = ("block", "warp")
 # registers into one buffer ("sync"), or copied asynchronously into two alternating buffers so
 # that the next product's loads overlap the current one ("async"; FP64 tensor cores, d = 32);
 # "auto" is "async" where it exists and "sync" otherwise (the density phase 10-21% faster with
-# "async" on the H200, reports/gpu/README.md)
+# "async" on the H200, docs/design/xc-engine.md)
 STAGINGS = ("auto", "sync", "async")
 # output tiles per thread block of the potential (tiling "block"): one d x d tile ("1x1"), or a
 # 2 x 2 or 4 x 4 group of them (FP64 tensor cores, d = 32) whose steps stage each left and right

@@ -280,12 +280,12 @@ def _compile_without_spills(
     then, for a store kernel that compiled without spills, the first form that does too of
     the plan's denser placements, each with its operands in arrival order or in graph order
     (``lower``): slots read early first (in the sweep (3,1|1,1) ran faster with them at four
-    warps per SM than with ordered reads at five, reports/gpu/eri/slot_reads); then the forms
+    warps per SM than with ordered reads at five, docs/design/eri-kernels.md); then the forms
     that leave fewer of the SM's sub-partitions without a warp; then arrival order; then more
     warps. On the H200 a warp for an idle sub-partition was worth more than the order, a fifth
     warp less: (2,2|1,1) ran at 31.7% of the FP64 peak with four warps in graph order against
     28.7% with three in arrival order, (3,1|1,1) at 31.7% with four in arrival order against
-    29.8% with five in graph order (reports/gpu/eri/arrival_order)."""
+    29.8% with five in graph order (docs/design/eri-kernels.md)."""
     tried = set()
 
     def attempt(**form) -> _Built | None:

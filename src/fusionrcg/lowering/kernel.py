@@ -66,11 +66,11 @@ PAIR_FIELDS = ("zeta", "ooz", "kab", "PAx", "PAy", "PAz")
 # Classes with at most this many accumulators read the next ket pair row one primitive quartet
 # ahead: their loop bodies are short, so the row loads' latency is exposed. Larger classes got
 # more registers from ptxas with it, crossing occupancy steps (H200, Tier 1 store up to total 6:
-# 1.00x-1.26x at or below 16 accumulators, 0.88x-1.05x above; reports/gpu/eri/ket_prefetch).
+# 1.00x-1.26x at or below 16 accumulators, 0.88x-1.05x above; docs/design/eri-kernels.md).
 PREFETCH_MAX_ACCUMULATORS = 16
 
 # Longest Phase 2 program lowered as compiled code. Compiled Phase 2 is 2-3x faster than the
-# interpreted program on the H200 (reports/gpu/eri/tier2_compiled); the longest one compiled
+# interpreted program on the H200 (docs/design/eri-kernels.md); the longest one compiled
 # and measured is (4,2|4,2) (35,706 statements, 250 s of nvcc), and ptxas (CUDA 13.0) crashes
 # on (4,4|4,4) (321,831). Longer programs are interpreted.
 PHASE2_COMPILED_MAX = 40_000
@@ -86,7 +86,7 @@ BANKS = ("auto", "shared", "global")
 # The generated Kernel 2 is emitted for classes with at most this many integrals: measured with
 # every Kernel 2 form on every class up to total 8 on the H200, it is the fastest form up to 49
 # integrals and the thread-block form (a shared-memory contraction that saves most of the
-# atomic updates) from about 63 on (reports/gpu/eri/kernel2_generated); larger classes would
+# atomic updates) from about 63 on (docs/design/eri-kernels.md); larger classes would
 # only carry a long kernel they never run.
 GENERATED_KERNEL2_MAX_OUTPUTS = 60
 
@@ -576,7 +576,7 @@ def lower(
     if tier is Tier.REGISTER:
         placement = plan.tier1_placement
         # the fused J/K epilogue is bound by its atomic updates, not by latency: occupancy
-        # bought it nothing (H200: 0.94x-1.07x, median 1.00x, reports/gpu/eri/register_target)
+        # bought it nothing (H200: 0.94x-1.07x, median 1.00x, docs/design/eri-kernels.md)
         if denser is not None:
             if epi is not Epilogue.STORE:
                 raise OptionsError("the denser Tier 1 placements are the store kernel's")

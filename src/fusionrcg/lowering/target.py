@@ -12,7 +12,7 @@ from ..orchestration.tier import SM_REGISTERS
 # Threads per block of Tier 1 kernels, also the lane stride of their shared-memory slots. Blocks
 # of one warp release their SM resources warp by warp: 0.98x-1.11x (median 1.01x) against
 # blocks of 128 on the H200 over the classes up to total 6, most where primitive counts vary
-# most (reports/gpu/eri/tier1_slots).
+# most (docs/design/eri-kernels.md).
 TIER1_THREADS = 32
 TIER1_MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory of one block (sm_90)
 
@@ -21,7 +21,7 @@ TIER1_MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory of one block (sm_90
 # constant 256 bytes apart, so each store of a generated kernel addresses one base register
 # plus an immediate offset. With the integrals at k * n + q every store computed its address
 # (an IMAD and a constant-bank load per integral: 12-16% of the slot-bound classes' Phase 2
-# instructions, reports/gpu/eri/sass_mix).
+# instructions, docs/design/eri-kernels.md).
 OUTPUT_TILE = 32
 
 

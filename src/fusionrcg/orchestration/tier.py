@@ -13,7 +13,7 @@ instead (12 warps) when the slots of that placement still leave shared memory fo
 warps, and the build falls back to the full budget where ptxas cannot hold 168 without
 spills. Above total 6 a class goes to Tier 1 up to total 9 with everything in registers,
 ptxas spills accepted, and to Tier 2 beyond. The tier rules come from the H200 measurements
-of Tier 1 against Tier 2 with the J/K epilogue (reports/gpu/eri/tier1_slots).
+of Tier 1 against Tier 2 with the J/K epilogue (docs/design/eri-kernels.md).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class RegisterModel:
     """Register target of the store kernels of classes whose placement at the full budget needs
     slots: 12 warps per SM instead of 8 (``tier1_register_target``; None: always the full
     budget). On the H200 the 15 classes up to total 6 the rule picks ran 0.97x-1.11x (median
-    1.08x) against the full budget, Tier 1 store (reports/gpu/eri/register_target)."""
+    1.08x) against the full budget, Tier 1 store (docs/design/eri-kernels.md)."""
     tier1_occupancy_fixed: int = 80
     """``tier1_phase1_fixed`` under that target: ptxas, held to it by launch bounds, spends
     fewer registers on scheduling. Calibrated with ptxas (sm_90, CUDA 13) like the former."""
@@ -81,7 +81,7 @@ class RegisterModel:
     """``tier1_phase2_values`` of those placements: a larger Phase 2 register set, fewer moves
     to slots and no slots beyond the accumulators'. On the H200, with early slot reads, Tier 1
     store ran 0.99x-1.38x (median 1.01x) against ordered reads at the model's placement, up to
-    total 6 (reports/gpu/eri/slot_reads)."""
+    total 6 (docs/design/eri-kernels.md)."""
     tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
@@ -103,7 +103,7 @@ class RegisterModel:
         are what fits, the rest goes to shared-memory slots; above it everything stays in
         registers and ptxas spills (on the H200 the large slot banks there cost more occupancy
         than the spills: slots ran at 0.45x-1.18x, median 0.73x, over 29 classes of total 7-9,
-        reports/gpu/eri/tier1_slots)."""
+        docs/design/eri-kernels.md)."""
         if total > self.spill_free_max_total:
             return n_accumulators, UNLIMITED
         full = registers is None or registers >= self.register_budget

@@ -38,18 +38,18 @@ JK_THREADS = 64
 # The generated Kernel 2 runs where the binary has one (lowering.kernel's
 # GENERATED_KERNEL2_MAX_OUTPUTS); otherwise the thread form runs classes with at most this many
 # integrals, the faster of the two run-time forms there on the H200, and the block form above
-# (reports/gpu/eri/tier2_bank)
+# (docs/design/eri-kernels.md)
 KERNEL2_THREAD_MAX_OUTPUTS = 40
 # Tier 1's fused J/K epilogue makes six atomic updates per integral; Kernel 2's block form
 # makes one per element of the six J/K blocks a quartet touches. With warps of uniform
 # primitive counts the atomic updates bound the fused epilogue of the larger classes
-# (reports/gpu/eri/primitive_order).
+# (docs/design/eri-kernels.md).
 TIER1_FUSED_JK_MAX_OUTPUTS = 63
 # Quartets with more primitive quartets run as several items (``runtime.pairs``): on the
 # benchmark bases a few quartets of up to 729 primitive quartets (cc-pVQZ s shells of nine
 # primitives) held launches whose mean was 16. Store launches add the items up afterwards:
 # Tier 1 store 0.95x-2.14x (median 1.01x) against one item per quartet up to total 6, (4,0|0,0)
-# 1.60x (H200, reports/gpu/eri/store_items).
+# 1.60x (H200, docs/design/eri-kernels.md).
 MAX_WORK = 64
 KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 

@@ -114,7 +114,7 @@ GROUPS = {"2x2": 2, "4x4": 4}
 # together: 2x2 was faster on every system measured on the H200, 22% to 95% kept (Taxol/def2-TZVP
 # 0.41 s against 0.65 s, the 417-atom water cluster 3.03 s against 4.09 s, 11 MADFT systems by
 # 1.2x-1.4x). Under the overlap-row clusters 2x2 was faster on Taxol (81% kept) and slower on the
-# 417-atom water cluster (39%) and gly60 (12%) (reports/gpu/README.md)
+# 417-atom water cluster (39%) and gly60 (12%) (docs/design/xc-engine.md)
 GROUPED_MIN_FILL = {"support": 0.2, "cluster": 0.6, "input": 0.6}
 
 

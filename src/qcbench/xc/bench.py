@@ -324,7 +324,7 @@ def compare_sizes(
     }
     # the library as an SCF runs it: one NumInt for every call, on a freed memory pool, five
     # calls (its calls on Taxol/def2-TZVP ranged from 0.90 to 1.72 s with the state of the pool
-    # and of the NumInt, reports/gpu/README.md)
+    # and of the NumInt, docs/design/xc-engine.md)
     env.free()
     library_ni = env.reference.NumInt()
     lib = timed(env, lambda: library_ni.nr_rks(mol, grids, xc, dm), reps=5)
