@@ -5,11 +5,11 @@ options), which data files it holds (size and SHA-256 each) and which earlier re
 kind it supersedes. Readers take records of one kind in :func:`ordered` order: every record
 after those it supersedes, records that do not depend on each other by creation time. Where
 two records hold the same measurement the later one wins; what "the same measurement" is
-belongs to the reader of each kind (``qcbench.eri.gpu_results``, ``qcbench.xc``).
+belongs to the reader of each kind (``qcbench.runs.measurement_keys``).
 
-``python -m qcbench.records check`` verifies the tracked records, ``manifest`` writes the
-manifest of a run the pipeline just made under ``results/records/``, ``adopt`` copies such a
-run into ``records/`` and ``index`` writes the index of records and reports.
+``python -m qcbench.records check`` verifies the tracked records, ``adopt`` copies a run the
+pipeline made under ``results/records/`` (its manifest written by ``qcbench.runs``) into
+``records/`` and ``index`` writes the index of records and reports.
 """
 
 from __future__ import annotations
@@ -26,12 +26,6 @@ from pathlib import Path
 
 MANIFEST = "manifest.json"
 KINDS = ("eri-bench", "eri-verify", "xc-bench")
-# the file in which each kind's run records its commit, device, software and command
-# (``qcbench.provenance``)
-DEVICE_FILE = {"eri-bench": "device.json", "eri-verify": "verify_device.json",
-               "xc-bench": "provenance.json"}  # fmt: skip
-DEVICE_FIELDS = ("gpu", "compute_capability", "multiprocessors", "sms", "memory_gib",
-                 "cuda_driver", "cuda_runtime", "fp64_fma_peak", "dgemm_fp64_tflops")  # fmt: skip
 REQUIRED = {
     "id": str,
     "kind": str,
@@ -221,57 +215,6 @@ def adopt(run: str | Path, root: str | Path) -> Path:
     return target
 
 
-def measurement_keys(record: Record) -> set:
-    """What ``record`` measured, as keys of its kind: two records that share a key measured
-    the same thing, and the later one replaces it."""
-    if record.kind == "eri-bench":
-        from .eri.reporting.gpu_results import bench_keys
-
-        return bench_keys(record)
-    if record.kind == "eri-verify":
-        from .eri.reporting.gpu_results import verify_keys
-
-        return verify_keys(record)
-    from .xc.figures import bench_keys as xc_keys
-
-    return xc_keys(record)
-
-
-def record_run(
-    folder: str | Path,
-    kind: str,
-    run: str,
-    summary: str,
-    options: dict,
-    against: Sequence[str | Path] = (),
-) -> dict:
-    """Write the manifest of a run just made in ``folder``: its id from the run's date and
-    ``run``, commit, device, software and command from the run's own device file, and as
-    ``supersedes`` every record of ``against`` that shares a measurement with it."""
-    folder = Path(folder)
-    if kind not in KINDS:
-        raise RecordError(f"unknown kind {kind!r} (one of {KINDS})")
-    info = json.loads((folder / DEVICE_FILE[kind]).read_text())
-    rid = f"{info['created'][:10]}-{run}"
-    fresh = Record(folder, {"id": rid, "kind": kind, "files": file_entries(folder)})
-    keys = measurement_keys(fresh)
-    earlier = [r for r in ordered(discover(against, kind)) if r.id != rid]
-    software = {"python": info.get("python"), **info.get("versions", {})}
-    return write_manifest(
-        folder,
-        id=rid,
-        kind=kind,
-        created=info["created"],
-        commit=info["commit"],
-        device={k: info[k] for k in DEVICE_FIELDS if k in info},
-        software=software,
-        command=info["command"],
-        options=options,
-        supersedes=[r.id for r in earlier if measurement_keys(r) & keys],
-        summary=summary,
-    )
-
-
 def index_markdown(root: str | Path, reports: Sequence[str] = ()) -> str:
     """The index of the records under ``root``, newest first per kind, and of ``reports``."""
     lines = ["# Records and reports", ""]
@@ -310,13 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="verify every manifest and its files")
     c.add_argument("root", nargs="?", default="records")
-    m = sub.add_parser("manifest", help="write the manifest of a run the pipeline just made")
-    m.add_argument("run_dir")
-    m.add_argument("--kind", required=True, choices=KINDS)
-    m.add_argument("--run", required=True, help="what the run is, e.g. campaign, ablation-no-dsa")
-    m.add_argument("--summary", required=True, help="one line: what was measured")
-    m.add_argument("--options", default="{}", help="JSON object: the options of the run")
-    m.add_argument("--against", nargs="*", default=["records"], help="roots it may supersede")
     a = sub.add_parser("adopt", help="copy a pipeline run into the records")
     a.add_argument("run", help="a run folder, e.g. results/records/eri-bench/campaign")
     a.add_argument("--root", default="records")
@@ -334,12 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 found += [p for r in records for p in problems(r, {x.id for x in records})]
             print("\n".join(found) or f"{args.root}: every record matches its manifest")
             return 1 if found else 0
-        if args.command == "manifest":
-            options = json.loads(args.options)
-            made = record_run(args.run_dir, args.kind, args.run, args.summary, options,
-                              args.against)  # fmt: skip
-            print(f"{made['id']}: supersedes {len(made['supersedes'])} record(s)")
-        elif args.command == "adopt":
+        if args.command == "adopt":
             print(adopt(args.run, args.root))
         else:
             Path(args.out).write_text(index_markdown(args.root, args.reports))

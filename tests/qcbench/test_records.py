@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from qcbench import records as R
+from qcbench.runs import record_run
 
 REPO_RECORDS = Path(__file__).resolve().parents[2] / "records"
 
@@ -85,7 +86,7 @@ def test_a_new_run_supersedes_the_records_it_measures_again(tmp_path):
     record(records, "old-20", "2026-01-01T11:00:00", classes=["(2,0|0,0)"])
     run = bench_run(tmp_path / "results" / "eri-bench" / "campaign", "2026-02-03T04:05:06",
                     ["(1,0|0,0)", "(1,1|0,0)"])  # fmt: skip
-    made = R.record_run(run, "eri-bench", "campaign", "what it measured", {"budget": 5},
+    made = record_run(run, "eri-bench", "campaign", "what it measured", {"budget": 5},
                         [records])  # fmt: skip
     assert made["id"] == "2026-02-03-campaign"
     assert made["supersedes"] == ["old-10"]

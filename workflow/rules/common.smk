@@ -82,6 +82,6 @@ def published(*paths):
 # the rule's params give its kind, run name, one-line summary and options (JSON), and the
 # manifest supersedes the records of records/ that the run measures again
 RECORD_MANIFEST = (
-    "{PY} -m qcbench.records manifest {output} --kind {params.kind} --run {params.run}"
+    "{PY} -m qcbench.runs {output} --kind {params.kind} --run {params.run}"
     " --summary {params.summary:q} --options {params.options:q} --against {RECORDS}"
 )

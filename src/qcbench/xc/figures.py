@@ -69,7 +69,7 @@ def load_gpu(records: Sequence[Record]) -> dict:
 
 
 def bench_keys(record: Record) -> set[tuple[str, str]]:
-    """What an ``xc-bench`` record measured (``qcbench.records.measurement_keys``): each
+    """What an ``xc-bench`` record measured (``qcbench.runs.measurement_keys``): each
     measured molecule of the size sections."""
     return {
         (section, r["molecule"])

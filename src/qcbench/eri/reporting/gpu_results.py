@@ -116,7 +116,7 @@ def _verify_key(row: dict) -> tuple:
 
 
 def bench_keys(record: Record) -> set[tuple]:
-    """The measurements of an ``eri-bench`` record (``qcbench.records.measurement_keys``)."""
+    """The measurements of an ``eri-bench`` record (``qcbench.runs.measurement_keys``)."""
     rows = pd.DataFrame(read_jsonl(record.file("measurements.jsonl")))
     return set(_with_defaults(rows).apply(_measurement_key, axis=1)) if len(rows) else set()
 
