@@ -258,22 +258,33 @@ NO_GPU = (
 )
 
 for _variant in ABLATED:
+    _target = f"ablation_{_variant.replace('-', '_')}"
+    if GPU:
 
-    rule:
-        name:
-            f"ablation_{_variant.replace('-', '_')}"
-        input:
-            [f"{ABLATION_DIR}/{_variant}/{name}" for name in ABLATION_FILES] if GPU else [],
-        params:
-            target=f"ablation_{_variant.replace('-', '_')}",
-        localrule: True
-        shell:
-            "true" if GPU else "echo '{params.target} " + NO_GPU + "' >&2; exit 1"
+        rule:
+            name:
+                _target
+            input:
+                [f"{ABLATION_DIR}/{_variant}/{name}" for name in ABLATION_FILES],
+            localrule: True
+
+    else:
+
+        rule:
+            name:
+                _target
+            localrule: True
+            log:
+                f"{RESULTS}/logs/eri/gpu/ablation/{_variant}/target.log",
+            shell:
+                f"echo '{_target} {NO_GPU}' | tee {{log}} >&2; exit 1"
 
 
 rule ablation_no_scheduling:
     """The multi-GPU scheduler's ablation: pending until the scheduler exists."""
     localrule: True
+    log:
+        f"{RESULTS}/logs/eri/gpu/ablation/no-scheduling.log",
     shell:
         "echo 'ablation_no_scheduling is pending: the multi-GPU scheduler it ablates is not "
-        "implemented yet, so there is nothing to measure' >&2; exit 1"
+        "implemented yet, so there is nothing to measure' | tee {log} >&2; exit 1"
