@@ -5,12 +5,11 @@ Grid points: grouped by the atom whose Becke cell holds them, then by the 60-bit
 Basis functions: average-linkage agglomerative clustering, leaves read off in an order that keeps
 similar signatures adjacent. The paper's signatures are the rows of the overlap matrix under
 cosine distance ("cluster"). Overlap rows say where a function lies, not how far it reaches: a
-block of 32 functions holding one diffuse function is kept wherever that one is, and on
-Taxol/def2-TZVP 80% of the basis blocks were kept per grid block where 24% of the functions
-reach t_b. The default ("support") clusters on what the block structure depends on: the grid
-blocks (a sample spread over the ordered grid) where each function or a first derivative
-reaches t_b, under Jaccard distance; there 39% of the blocks are kept and a quarter of the
-block pairs remain (docs/design/xc-engine.md).
+block of 32 functions holding one diffuse function is kept wherever that one is, so far more
+blocks are kept than functions reach t_b. The default ("support") clusters on what the block
+structure depends on: the grid blocks (a sample spread over the ordered grid) where each
+function or a first derivative reaches t_b, under Jaccard distance, so that a block's
+functions reach the same grid blocks and fewer blocks and block pairs are kept.
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ from scipy.spatial.distance import squareform
 from .errors import SettingsError
 
 MORTON_BITS = 20  # per axis: 3 x 20 = 60-bit codes
-# grid blocks sampled for the support signatures: on Taxol/def2-TZVP 256, 1024 and 4096
-# samples gave the same kept fraction within 2% (on other blocks than those sampled)
+# grid blocks sampled for the support signatures: enough that the kept fraction no longer
+# depends on the sample, few enough that the signatures stay cheap
 SUPPORT_SAMPLES = 512
 SUPPORT_CHUNK = 32  # sampled blocks per AO evaluation (bounds its memory)
 

@@ -15,7 +15,7 @@ BASIS_ORDERS = ("support", "cluster", "input")
 # GPU block-pair products: FP64 on the CUDA cores, FP64 on the tensor cores (DMMA),
 # or the paper's FP16-input / FP32-accumulate tensor-core mode; "auto" is FP64 on the tensor
 # cores where the GPU has them (compute capability 8.0 on) and d = 32, FP64 on the CUDA cores
-# otherwise (same accuracy; 1.4x-1.9x faster on the H200, reports/xc/gpu_summary.md).
+# otherwise (same accuracy at twice the peak FP64 rate of the CUDA cores).
 MMA_MODES = ("auto", "fp64", "fp64-tc", "fp16-tc")
 AO_CACHE = ("auto", "always", "never")
 # GPU products: the whole thread block on one d x d tile step ("block"), or each warp on its own
@@ -25,8 +25,8 @@ TILINGS = ("block", "warp")
 # how the density kernels stage their operands in shared memory: converted on the way through
 # registers into one buffer ("sync"), or copied asynchronously into two alternating buffers so
 # that the next product's loads overlap the current one ("async"; FP64 tensor cores, d = 32);
-# "auto" is "async" where it exists and "sync" otherwise (the density phase 10-21% faster with
-# "async" on the H200, docs/design/xc-engine.md)
+# "auto" is "async" where it exists (the loads overlap the products instead of waiting for
+# them) and "sync" otherwise
 STAGINGS = ("auto", "sync", "async")
 # output tiles per thread block of the potential (tiling "block"): one d x d tile ("1x1"), or a
 # 2 x 2 or 4 x 4 group of them (FP64 tensor cores, d = 32) whose steps stage each left and right

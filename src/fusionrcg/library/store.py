@@ -279,13 +279,11 @@ def _compile_without_spills(
     ``spill_free_max_total`` always spills);
     then, for a store kernel that compiled without spills, the first form that does too of
     the plan's denser placements, each with its operands in arrival order or in graph order
-    (``lower``): slots read early first (in the sweep (3,1|1,1) ran faster with them at four
-    warps per SM than with ordered reads at five, docs/design/eri-kernels.md); then the forms
-    that leave fewer of the SM's sub-partitions without a warp; then arrival order; then more
-    warps. On the H200 a warp for an idle sub-partition was worth more than the order, a fifth
-    warp less: (2,2|1,1) ran at 31.7% of the FP64 peak with four warps in graph order against
-    28.7% with three in arrival order, (3,1|1,1) at 31.7% with four in arrival order against
-    29.8% with five in graph order (docs/design/eri-kernels.md)."""
+    (``lower``): slots read early first (early reads hide the shared-memory latency, which
+    outweighs the warp an ordered form may gain); then the forms that leave fewer of the SM's
+    sub-partitions without a warp (a sub-partition issues from its own warps only, so an idle
+    one loses a quarter of the SM's issue slots); then arrival order; then more warps (beyond
+    one per sub-partition a warp adds latency hiding only)."""
     tried = set()
 
     def attempt(**form) -> _Built | None:
@@ -301,9 +299,9 @@ def _compile_without_spills(
     first, *others = spill_forms(options)
     built = attempt(**first)
     if plan.tier is Tier.BUFFERED:
-        # Tier 2's segment functions run at the register ceiling and spill in every form
-        # (they differ by under 1%): one build, not one per form, which doubled the compile
-        # time of the largest classes
+        # Tier 2's segment functions run at the register ceiling and spill in every form, by
+        # nearly the same amount: one build, not one per form, which would multiply the
+        # compile time of the largest classes
         return built
     for form in others:
         if not built.spills:

@@ -64,15 +64,15 @@ PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 # quartet.
 PAIR_FIELDS = ("zeta", "ooz", "kab", "PAx", "PAy", "PAz")
 # Classes with at most this many accumulators read the next ket pair row one primitive quartet
-# ahead: their loop bodies are short, so the row loads' latency is exposed. Larger classes got
-# more registers from ptxas with it, crossing occupancy steps (H200, Tier 1 store up to total 6:
-# 1.00x-1.26x at or below 16 accumulators, 0.88x-1.05x above; docs/design/eri-kernels.md).
+# ahead: their loop bodies are short, so the row loads' latency is exposed. Larger classes have
+# long enough bodies to hide it, and the prefetched row's registers would push them across an
+# occupancy step.
 PREFETCH_MAX_ACCUMULATORS = 16
 
-# Longest Phase 2 program lowered as compiled code. Compiled Phase 2 is 2-3x faster than the
-# interpreted program on the H200 (docs/design/eri-kernels.md); the longest one compiled
-# and measured is (4,2|4,2) (35,706 statements, 250 s of nvcc), and ptxas (CUDA 13.0) crashes
-# on (4,4|4,4) (321,831). Longer programs are interpreted.
+# Longest Phase 2 program lowered as compiled code: compiled Phase 2 keeps values in registers
+# within a function and reads no program from memory, so it beats the interpreted program;
+# compile time grows with the program and ptxas (CUDA 13.0) fails on programs of several
+# hundred thousand statements. Longer programs are interpreted.
 PHASE2_COMPILED_MAX = 40_000
 
 # A Tier 2 kernel keeps its slot bank in shared memory, one lane per thread, when the bank of
@@ -83,11 +83,10 @@ SHARED_BANK_THREADS = 32
 SHARED_BANK_MAX_BYTES = 96 * 1024
 BANKS = ("auto", "shared", "global")
 
-# The generated Kernel 2 is emitted for classes with at most this many integrals: measured with
-# every Kernel 2 form on every class up to total 8 on the H200, it is the fastest form up to 49
-# integrals and the thread-block form (a shared-memory contraction that saves most of the
-# atomic updates) from about 63 on (docs/design/eri-kernels.md); larger classes would
-# only carry a long kernel they never run.
+# The generated Kernel 2 is emitted for classes with at most this many integrals: with few
+# integrals its unrolled per-thread updates beat the run-time forms, while above this size the
+# thread-block form (a shared-memory contraction that saves most of the atomic updates) wins,
+# so larger classes would only carry a long kernel they never run.
 GENERATED_KERNEL2_MAX_OUTPUTS = 60
 
 
@@ -121,8 +120,8 @@ def _expr(terms: tuple[Term, ...], name, ready=None) -> str:
     """One chain of MUL/FMA/ADD (see ``Target``) summing ``terms``. It starts from a term
     without a factor when there is one (no instruction), then takes the terms in the order
     their values become available, ``ready(src)`` ascending: a statement then waits only for
-    its last operand, where a chain in graph order stalled on a value just made by the
-    statement before it (Phase 1 of (2,2|1,1): 19% fewer static stall cycles, sm_90)."""
+    its last operand, where a chain in graph order stalls on a value just made by the
+    statement before it."""
 
     def factor(t: Term) -> str | None:
         parts = [] if t.coef == 1.0 else [_num(t.coef)]
@@ -575,8 +574,8 @@ def lower(
     held = None
     if tier is Tier.REGISTER:
         placement = plan.tier1_placement
-        # the fused J/K epilogue is bound by its atomic updates, not by latency: occupancy
-        # bought it nothing (H200: 0.94x-1.07x, median 1.00x, docs/design/eri-kernels.md)
+        # the fused J/K epilogue is bound by its atomic updates, not by latency: it gains
+        # nothing from the occupancy a register target buys, so it keeps the full budget
         if denser is not None:
             if epi is not Epilogue.STORE:
                 raise OptionsError("the denser Tier 1 placements are the store kernel's")

@@ -10,18 +10,17 @@ import numpy as np
 from ..orchestration.tier import SM_REGISTERS
 
 # Threads per block of Tier 1 kernels, also the lane stride of their shared-memory slots. Blocks
-# of one warp release their SM resources warp by warp: 0.98x-1.11x (median 1.01x) against
-# blocks of 128 on the H200 over the classes up to total 6, most where primitive counts vary
-# most (docs/design/eri-kernels.md).
+# of one warp release their SM resources warp by warp, so a warp that finishes early (fewer
+# primitive quartets) frees its registers and slots for the next block without waiting for
+# the rest of a larger block.
 TIER1_THREADS = 32
 TIER1_MAX_SHARED_BYTES = 227 * 1024  # dynamic shared memory of one block (sm_90)
 
 # GPU store launches keep integral k of item q at ((q / TILE) * nout + k) * TILE + q % TILE: the
 # 32 items of a warp write 256 contiguous bytes per integral, and one thread's integrals lie a
 # constant 256 bytes apart, so each store of a generated kernel addresses one base register
-# plus an immediate offset. With the integrals at k * n + q every store computed its address
-# (an IMAD and a constant-bank load per integral: 12-16% of the slot-bound classes' Phase 2
-# instructions, docs/design/eri-kernels.md).
+# plus an immediate offset. With the integrals at k * n + q every store would compute its
+# address (an integer multiply-add and a constant-bank load per integral).
 OUTPUT_TILE = 32
 
 

@@ -91,8 +91,9 @@ def vrr_demand_order(graph: ClassGraph) -> list[int]:
 def ket_outer_demand(graph: ClassGraph) -> list[int]:
     """Phase 2 outputs with the ket's indices varying slowest. The HRR transforms the bra of
     each [e0|f0] column first and the ket last, so this nesting finishes a column's bra
-    before the next: (2,2|1,1) then needs no shared-memory writes in Phase 2 with 96 values
-    in registers, against 140 in the output order (sm_90 SASS)."""
+    before the next and keeps fewer values live at once than the output order, which for
+    some classes is the difference between Phase 2 fitting its registers and moving values
+    through shared memory."""
     na, nb, nc, nd = graph.output_shape
     outs = graph.hrr.outputs
     return [

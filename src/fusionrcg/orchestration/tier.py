@@ -12,8 +12,9 @@ runs at most 8 warps per SM (255 registers); its store kernel is placed for 168 
 instead (12 warps) when the slots of that placement still leave shared memory for at least 10
 warps, and the build falls back to the full budget where ptxas cannot hold 168 without
 spills. Above total 6 a class goes to Tier 1 up to total 9 with everything in registers,
-ptxas spills accepted, and to Tier 2 beyond. The tier rules come from the H200 measurements
-of Tier 1 against Tier 2 with the J/K epilogue (docs/design/eri-kernels.md).
+ptxas spills accepted, and to Tier 2 beyond. The tier rules are those of the benchmark that
+sets Tier 1 against Tier 2 with the J/K epilogue on every class (the pipeline's tier
+comparison); its records hold the numbers.
 """
 
 from __future__ import annotations
@@ -52,9 +53,8 @@ class RegisterModel:
     spill-free Tier 1 kernels there) and place the rest in shared-memory slots."""
     spilled_tier1_max_total: int = 9
     """Above ``spill_free_max_total`` and up to this total a class stays in Tier 1 with its
-    spills: on the H200 that kernel ran 1.00x-2.35x faster than Tier 2 (J/K) on all 42
-    classes of total 7-9. Above, straight-line Tier 1 code takes tens of minutes to hours of
-    ptxas per class ((3,2|3,2) 6 min, (4,1|3,3) 30 min, (4,2|4,2) over an hour)."""
+    spills, which cost less than Tier 2's round trips through the slot buffer. Above it,
+    straight-line Tier 1 code takes ptxas tens of minutes to hours per class."""
     tier1_phase1_fixed: int = 130
     """Registers ptxas spends in Tier 1's primitive loops besides the VRR frontier and the
     accumulators in registers. Calibrated with ptxas (sm_90, CUDA 13): with it and
@@ -65,23 +65,23 @@ class RegisterModel:
     tier1_occupancy_registers: int | None = 168
     """Register target of the store kernels of classes whose placement at the full budget needs
     slots: 12 warps per SM instead of 8 (``tier1_register_target``; None: always the full
-    budget). On the H200 the 15 classes up to total 6 the rule picks ran 0.97x-1.11x (median
-    1.08x) against the full budget, Tier 1 store (docs/design/eri-kernels.md)."""
+    budget), more latency hidden for kernels whose slots already cost shared-memory
+    traffic."""
     tier1_occupancy_fixed: int = 80
     """``tier1_phase1_fixed`` under that target: ptxas, held to it by launch bounds, spends
     fewer registers on scheduling. Calibrated with ptxas (sm_90, CUDA 13) like the former."""
     tier1_occupancy_min_warps: int = 10
-    """Warps per SM the shared-memory slots of the reduced placement must leave room for: below
-    it the classes lost (0.78x-0.94x at 5-9 warps)."""
+    """Warps per SM the shared-memory slots of the reduced placement must leave room for: with
+    fewer, shared memory rather than registers bounds the occupancy and the target buys no
+    warps."""
     tier1_denser_min_fixed: int = 64
     """Smallest ``tier1_phase1_fixed`` of the denser full-budget placements the library tries
     (``ClassPlan.tier1_denser``): more accumulators in registers, fewer slots, more warps per
     SM, and less room for ptxas, which may then spill (the library keeps what does not)."""
     tier1_denser_phase2: tuple[int, ...] = (64, 96)
     """``tier1_phase2_values`` of those placements: a larger Phase 2 register set, fewer moves
-    to slots and no slots beyond the accumulators'. On the H200, with early slot reads, Tier 1
-    store ran 0.99x-1.38x (median 1.01x) against ordered reads at the model's placement, up to
-    total 6 (docs/design/eri-kernels.md)."""
+    to slots and no slots beyond the accumulators', so more warps per SM where ptxas manages
+    without spills."""
     tier1_max_slots: int = 908
     """Up to ``spill_free_max_total`` a class goes to Tier 1 while its placement needs at most
     this many shared-memory slots per thread: 227 KB per block of 32 threads."""
@@ -101,9 +101,8 @@ class RegisterModel:
         ptxas (default: the model's for that budget) and keeps ``phase2_values`` in registers
         in Phase 2 (default: ``tier1_phase2_values``). Up to ``spill_free_max_total`` they
         are what fits, the rest goes to shared-memory slots; above it everything stays in
-        registers and ptxas spills (on the H200 the large slot banks there cost more occupancy
-        than the spills: slots ran at 0.45x-1.18x, median 0.73x, over 29 classes of total 7-9,
-        docs/design/eri-kernels.md)."""
+        registers and ptxas spills (the slot banks of those classes would cost more occupancy
+        than the spills cost time)."""
         if total > self.spill_free_max_total:
             return n_accumulators, UNLIMITED
         full = registers is None or registers >= self.register_budget

@@ -37,19 +37,18 @@ THREADS = 128
 JK_THREADS = 64
 # The generated Kernel 2 runs where the binary has one (lowering.kernel's
 # GENERATED_KERNEL2_MAX_OUTPUTS); otherwise the thread form runs classes with at most this many
-# integrals, the faster of the two run-time forms there on the H200, and the block form above
-# (docs/design/eri-kernels.md)
+# integrals (few enough that one thread's atomic updates cost less than a block's staging),
+# and the block form above
 KERNEL2_THREAD_MAX_OUTPUTS = 40
 # Tier 1's fused J/K epilogue makes six atomic updates per integral; Kernel 2's block form
 # makes one per element of the six J/K blocks a quartet touches. With warps of uniform
-# primitive counts the atomic updates bound the fused epilogue of the larger classes
-# (docs/design/eri-kernels.md).
+# primitive counts the atomic updates bound the fused epilogue of the larger classes, so above
+# this size they store their integrals and run Kernel 2.
 TIER1_FUSED_JK_MAX_OUTPUTS = 63
-# Quartets with more primitive quartets run as several items (``runtime.pairs``): on the
-# benchmark bases a few quartets of up to 729 primitive quartets (cc-pVQZ s shells of nine
-# primitives) held launches whose mean was 16. Store launches add the items up afterwards:
-# Tier 1 store 0.95x-2.14x (median 1.01x) against one item per quartet up to total 6, (4,0|0,0)
-# 1.60x (H200, docs/design/eri-kernels.md).
+# Quartets with more primitive quartets run as several items (``runtime.pairs``): in basis sets
+# with deeply contracted shells a few quartets hold hundreds of primitive quartets where the
+# mean is tens, and one such quartet would hold its whole warp. Store launches add the items
+# up afterwards.
 MAX_WORK = 64
 KERNEL2_FORMS = ("auto", "fused", "generated", "block", "thread")
 
@@ -287,7 +286,7 @@ class GpuExecutor:
     integrals store launches add up and J/K launches add into J and K. With ``uniform_warps``
     (the default) the items run grouped by their primitive-pair counts, most work first
     (``PrimitivePairs.launch_order``): in the caller's order a warp of randomly mixed quartets
-    runs as many loop trips as its longest quartet, 4-12x the mean on the benchmark bases."""
+    runs as many loop trips as its longest quartet, several times the mean."""
 
     target = "cuda"
 

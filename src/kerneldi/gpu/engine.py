@@ -26,14 +26,13 @@ from . import kernels as kd
 
 BATCH_BYTES = 4 * 1024**3  # AO values of one grid batch
 # grid blocks per thread block of the potential kernels, which run segment after segment: the
-# AO tiles of the blocks that run at one time then come from L2. On the H200 (60 MB of L2),
-# Taxol/def2-TZVP took 1.37 s at 16-32 against 1.60 s at 1024 (2x2 tiles), 1.87 s against
-# 2.07 s (1x1); fewer than 16 adds per-block overhead (docs/design/xc-engine.md)
+# AO tiles of the blocks that run at one time then fit in L2 and come from there; far longer
+# segments overflow it, far shorter ones add per-block overhead
 SEGMENT_BLOCKS = 32
 # thread blocks per grid block of the density kernels, each taking every DENSITY_ROW_GROUPS-th
 # output row (orbital block, or kept basis block): run side by side, they read the grid block's
 # AO tiles from device memory once and from L2 after, where one thread block per grid block
-# re-read them from device memory for every row (docs/design/xc-engine.md)
+# re-read them from device memory for every row
 DENSITY_ROW_GROUPS = 8
 
 

@@ -169,7 +169,7 @@ struct Tile<D, 0> {
 };
 
 // ---- FP64 tensor cores: mma.sync m16n8k8 (sm_90), twice the rate of the m8n8k4 shape that
-// the WMMA API issues for doubles (66 against 33 TFLOP/s on the H200, reports/gpu/README.md).
+// the WMMA API issues for doubles.
 // The fragments' lanes are PTX's: with g = lane / 4 and t = lane % 4, a 16 x 8 A holds
 // a[i] = A(g + 8 (i % 2), t + 4 (i / 2)), an 8 x 8 B b[i] = B(t + 4 i, g) and the 16 x 8
 // accumulator c[i] = C(g + 8 (i / 2), 2 t + i % 2). Row pitches of D + 4 doubles (or 20) put

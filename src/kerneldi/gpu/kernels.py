@@ -109,12 +109,11 @@ def potential_smem(d: int, mma: int) -> int:
 
 # output tiles per side of the thread block's group in kd_potential_group
 GROUPS = {"2x2": 2, "4x4": 4}
-# kept share of the blocks from which "auto" groups the potential's tiles, per basis order. The
-# support order puts functions of one reach side by side, so the pairs of a 2 x 2 group pass
-# together: 2x2 was faster on every system measured on the H200, 22% to 95% kept (Taxol/def2-TZVP
-# 0.41 s against 0.65 s, the 417-atom water cluster 3.03 s against 4.09 s, 11 MADFT systems by
-# 1.2x-1.4x). Under the overlap-row clusters 2x2 was faster on Taxol (81% kept) and slower on the
-# 417-atom water cluster (39%) and gly60 (12%) (docs/design/xc-engine.md)
+# kept share of the blocks from which "auto" groups the potential's tiles, per basis order. A
+# group saves loads only where most of its pairs pass together; otherwise scanning the group
+# costs more than the loads it saves. The support order puts functions of one reach side by
+# side, so the pairs of a 2 x 2 group pass together even on sparse operands; under the other
+# orders they do only where most blocks are kept.
 GROUPED_MIN_FILL = {"support": 0.2, "cluster": 0.6, "input": 0.6}
 
 

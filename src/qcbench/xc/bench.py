@@ -323,8 +323,7 @@ def compare_sizes(
         "density_s": t_density,
     }
     # the library as an SCF runs it: one NumInt for every call, on a freed memory pool, five
-    # calls (its calls on Taxol/def2-TZVP ranged from 0.90 to 1.72 s with the state of the pool
-    # and of the NumInt, docs/design/xc-engine.md)
+    # calls (one call's time depends on the state of the pool and of the NumInt)
     env.free()
     library_ni = env.reference.NumInt()
     lib = timed(env, lambda: library_ni.nr_rks(mol, grids, xc, dm), reps=5)
@@ -480,7 +479,8 @@ def run_sizes(
             log(section, name, "measured before (resume)")
             continue
         natm = natoms(name)
-        # expected wall time on an H200, refined by the last system measured (about linear)
+        # expected wall time (a rough bound for a current GPU), refined by the last system
+        # measured (about linear in the atoms)
         est = 20.0 + 0.2 * natm
         if last is not None and "error" not in last:
             est = max(est, last["wall_s"] * natm / last["natm"])

@@ -59,7 +59,8 @@ def graph_classes(lmax: int, quartets: Sequence[str]) -> list[QuartetClass]:
 
 def orchestration_cost(cls: QuartetClass) -> int:
     """Relative cost of the graph statistics of ``cls``, for balancing jobs: the size of its
-    accumulator bank, which tracks the measured time of the large classes within about 30%."""
+    accumulator bank, which grows with the graph sizes that the time of the large classes
+    follows."""
     bra = sum(ncart(l) for l in range(cls.la, cls.la + cls.lb + 1))
     ket = sum(ncart(l) for l in range(cls.lc, cls.lc + cls.ld + 1))
     return bra * ket
