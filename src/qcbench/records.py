@@ -215,8 +215,9 @@ def adopt(run: str | Path, root: str | Path) -> Path:
     return target
 
 
-def index_markdown(root: str | Path, reports: Sequence[str] = ()) -> str:
-    """The index of the records under ``root``, newest first per kind, and of ``reports``."""
+def index_markdown(root: str | Path, reports: Sequence[str] = (), link: str = "../records") -> str:
+    """The index of the records under ``root``, newest first per kind, and of ``reports``;
+    ``link`` is ``root`` as seen from where the index is published."""
     lines = ["# Records and reports", ""]
     lines += [
         "Generated from the manifests under `records/` (`python -m qcbench.records index`).",
@@ -237,9 +238,9 @@ def index_markdown(root: str | Path, reports: Sequence[str] = ()) -> str:
         ]
         for r in reversed(ordered(records)):
             mark = " *(superseded)*" if r.id in gone else ""
-            link = f"[{r.id}](../records/{kind}/{r.id}/manifest.json)"
+            ref = f"[{r.id}]({link}/{kind}/{r.id}/manifest.json)"
             gpu = r.manifest["device"].get("gpu", "-")
-            lines.append(f"| {link}{mark} | {r.created[:10]} | {gpu} | {r.manifest['summary']} |")
+            lines.append(f"| {ref}{mark} | {r.created[:10]} | {gpu} | {r.manifest['summary']} |")
         lines.append("")
     if reports:
         lines += ["## Reports", ""]
@@ -259,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     i = sub.add_parser("index", help="write the index of records and reports")
     i.add_argument("--root", default="records")
     i.add_argument("--reports", nargs="*", default=[], help="report paths relative to the index")
+    i.add_argument("--link", default="../records", help="the root as seen from the index")
     i.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     try:
@@ -273,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "adopt":
             print(adopt(args.run, args.root))
         else:
-            Path(args.out).write_text(index_markdown(args.root, args.reports))
+            Path(args.out).write_text(index_markdown(args.root, args.reports, args.link))
         return 0
     except RecordError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -108,6 +108,8 @@ def test_index_lists_records_newest_first_and_marks_superseded(tmp_path):
     assert rows[0].startswith("| [b](../records/eri-bench/b/manifest.json) |")
     assert "*(superseded)*" in rows[1] and "*(superseded)*" not in rows[0]
     assert "- [eri/gpu/SUMMARY.md](eri/gpu/SUMMARY.md)" in text
+    deeper = R.index_markdown(tmp_path, link="../../records")
+    assert "(../../records/eri-bench/b/manifest.json)" in deeper
 
 
 def test_the_repository_records_match_their_manifests():

@@ -2,6 +2,7 @@
 # one rule that writes tracked files. A plain run computes into results/ (ignored) only;
 # `snakemake publish` copies what `all` made into reports/ with a MANIFEST.json (commit,
 # machine, versions, command, files, records). Included last: it lists every published file.
+import os
 import shlex
 
 INDEX = published("INDEX.md")
@@ -15,11 +16,13 @@ rule records_index:
         report(f"{RESULTS}/INDEX.md", caption="../report/records_index.rst", category="Records"),
     params:
         reports=" ".join(p for p in PUBLISHED if p != "INDEX.md"),
+        # the records as seen from the published index (reports/INDEX.md)
+        link=os.path.relpath(RECORDS, REPORTS),
     log:
         f"{RESULTS}/logs/records/index.log",
     shell:
         "{PY} -m qcbench.records index --root {RECORDS} --reports {params.reports}"
-        " --out {output} > {log} 2>&1"
+        " --link {params.link} --out {output} > {log} 2>&1"
 
 
 rule publish:
