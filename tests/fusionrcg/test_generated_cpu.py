@@ -36,15 +36,41 @@ def kernel_dir(tmp_path_factory):
     mp.undo()
 
 
-@pytest.mark.parametrize("cart", [False, True], ids=["spherical", "cartesian"])
-def test_every_class_up_to_total_8(get_molecule, cart):
-    mol = get_molecule("water_clusters/002", "ano", cart)
-    rows = verify_molecule(mol, lmax=4, per_class=2, seed=3, backend="cpu", max_total=8, tol=TOL)
-    assert {r.cls for r in rows} == {str(q) for q in canonical_classes() if q.total <= 8}
+def _check_classes(mol, classes) -> None:
+    rows = verify_molecule(mol, lmax=4, per_class=2, seed=3, backend="cpu", max_total=8,
+                           tol=TOL, classes=classes)  # fmt: skip
+    assert {r.cls for r in rows} == {str(q) for q in classes}
     for row in rows:
         if not row.passed:
             verdict = adjudicate(mol, row.worst_quartet, row.worst_element, tol=TOL, backend="cpu")
             assert verdict.engine_right, f"{row} / {verdict}"
+
+
+def family_representatives(max_total: int = 8) -> list[QuartetClass]:
+    """The first canonical class of every family up to ``max_total``: a family is a total
+    angular momentum with a highest shell l, so that every total, every l from s to g at every
+    total where it occurs, Tier 1 without and with shared-memory slots and Tier 1 with spills
+    above total 6 are each run."""
+    first: dict[tuple[int, int], QuartetClass] = {}
+    for cls in canonical_classes():
+        if cls.total <= max_total:
+            first.setdefault((cls.total, max(cls.ls)), cls)
+    return list(first.values())
+
+
+def test_a_class_of_every_family_up_to_total_8(get_molecule):
+    """Spherical output on every family, Cartesian on one class of every total; every class
+    up to total 8 in both runs in the slow sweep below and in the pipeline's verification."""
+    _check_classes(get_molecule("water_clusters/002", "ano"), family_representatives())
+    per_total = list({c.total: c for c in reversed(family_representatives())}.values())
+    _check_classes(get_molecule("water_clusters/002", "ano", True), per_total)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cart", [False, True], ids=["spherical", "cartesian"])
+def test_every_class_up_to_total_8(get_molecule, cart):
+    classes = [q for q in canonical_classes() if q.total <= 8]
+    _check_classes(get_molecule("water_clusters/002", "ano", cart), classes)
 
 
 def test_variants_agree_on_a_tier2_class(get_molecule):
@@ -59,22 +85,19 @@ def test_variants_agree_on_a_tier2_class(get_molecule):
         assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0, variant
 
 
-def test_interpreted_phase2_matches_compiled(get_molecule, monkeypatch, tmp_path):
+def test_interpreted_phase2_matches_compiled(get_molecule):
     """Long Phase 2 programs are interpreted, short ones compiled: both agree with PySCF."""
     from fusionrcg.library.store import get_kernel
-    from fusionrcg.lowering import kernel
 
     mol = get_molecule("organic/020_Vitamin_C", "cc-pvtz")
     d_shells = [s for s in range(mol.nbas) if mol.bas_angular(s) == 2]
     quartet = (d_shells[0], d_shells[1], d_shells[2], d_shells[0])  # (2,2|2,2)
     ref = reference_eri(mol, quartet)
     compiled = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant="tier2-only")
-    # a library of its own: the index is keyed by the generator's code, not by this threshold
-    monkeypatch.setenv("FUSIONRCG_KERNEL_DIR", str(tmp_path))
-    monkeypatch.setattr(kernel, "PHASE2_COMPILED_MAX", 0)
-    kernel_2222 = get_kernel(QuartetClass(2, 2, 2, 2), "tier2-only", target="cpp")
+    interpreting = fusionrcg.PRESETS["tier2-only"].replace(phase2_compiled_max=0)
+    kernel_2222 = get_kernel(QuartetClass(2, 2, 2, 2), interpreting, target="cpp")
     assert "p2_len; ++i" in kernel_2222.binary.with_suffix(".cpp").read_text()
-    interpreted = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant="tier2-only")
+    interpreted = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant=interpreting)
     for value in (compiled, interpreted):
         assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0
     assert np.abs(compiled - interpreted).max() <= 1e-13

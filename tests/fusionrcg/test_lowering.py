@@ -505,10 +505,9 @@ def test_tier1_placement_keeps_registers_within_budget():
         place(-1, 4)
 
 
-def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_path, request):
+def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_path):
     """Tier 1 with most values in slots (tiny register budgets), run as generated C++."""
     import fusionrcg
-    from fusionrcg.orchestration import plan as planning
     from fusionrcg.orchestration.tier import RegisterModel
     from qcbench.eri.verify import Tolerance, reference_eri
 
@@ -517,17 +516,15 @@ def test_tier1_with_shared_slots_matches_pyscf(get_molecule, monkeypatch, tmp_pa
     tiny = RegisterModel(
         tier1_phase1_fixed=245, tier1_phase2_values=4, tier1_occupancy_registers=None
     )
-    monkeypatch.setattr(planning, "DEFAULT_MODEL", tiny)
-    plan_class.cache_clear()
-    request.addfinalizer(plan_class.cache_clear)
+    options = fusionrcg.PRESETS["tier1-only"].replace(model=tiny)
     mol = get_molecule("organic/020_Vitamin_C", "cc-pvtz")
     by_l = {}
     for s in range(mol.nbas):
         by_l.setdefault(mol.bas_angular(s), []).append(s)
     quartet = (by_l[3][0], by_l[1][2], by_l[2][1], by_l[0][4])
-    source = lower(plan_class(QuartetClass(3, 1, 2, 0), "tier1-only"), "cpp", "store").source
+    source = lower(options.plan(QuartetClass(3, 1, 2, 0)), "cpp", "store").source
     assert "SACC(" in source and "double frcg_lane[" in source
-    value = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant="tier1-only")
+    value = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant=options)
     ref = reference_eri(mol, quartet)
     tol = Tolerance(abs=1e-12, rel=1e-10, rel_floor=1e-8)
     assert tol.normalized(np.abs(value - ref), ref).max() <= 1.0
