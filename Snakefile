@@ -1,6 +1,8 @@
 # Reproduces the project's results: generated ERI graphs and kernels (FusionRCG), the XC engine
 # (KerneLDI), their verification against PySCF and their benchmarks. Every stage computes into
-# results/ and publishes its tables and plots into reports/ (see README.md).
+# results/ (ignored by git); `snakemake publish` copies the reports into the tracked reports/.
+# Where a CUDA GPU with CuPy and nvcc are found (or with --config gpu=true), `all` also runs the
+# GPU stages: the ERI campaign, its verification, the named ablations and the XC benchmark.
 from snakemake.utils import min_version, validate
 
 min_version("8.0")
@@ -18,13 +20,17 @@ include: "workflow/rules/eri_verify.smk"
 include: "workflow/rules/eri_kernels.smk"
 include: "workflow/rules/eri_gpu.smk"
 include: "workflow/rules/xc.smk"
+include: "workflow/rules/records.smk"
 
 
-# the kernel builds need nvcc and the GPU reports committed GPU records: each is empty without
+# the kernel builds need nvcc, the GPU stages a GPU as well (common.smk)
 rule all:
+    default_target: True
     input:
         ERI_GRAPH_REPORTS,
         ERI_VERIFY_REPORTS,
         ERI_KERNEL_REPORTS,
         ERI_GPU_REPORTS,
+        ERI_ABLATION_REPORTS,
         XC_REPORTS,
+        INDEX,

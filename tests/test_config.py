@@ -25,6 +25,8 @@ def test_default_config_is_valid():
         (("eri", "variants"), ["full", "turbo"]),
         (("results_dir",), ""),
         (("xc", "basis_order", "orders"), ["support", "spectral"]),
+        (("gpu",), "maybe"),
+        (("eri", "gpu", "ablation", "quartets"), ["5,0,0,0"]),
     ],
 )
 def test_schema_rejects_bad_values(path, value):

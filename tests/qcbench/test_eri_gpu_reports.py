@@ -17,6 +17,7 @@ from qcbench.eri.bench import Measurement
 from qcbench.eri.reporting import gpu_results, gpu_summary
 from qcbench.eri.reporting.gpu_figures import ablation_figure, tier_figure
 from qcbench.eri.verify import ClassErrors
+from qcbench.records import discover, write_manifest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
 PEAK = 50e12
@@ -128,17 +129,33 @@ def _jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def write_records(folder: Path, fail: str | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("measurements", measurements()), ("verify_gpu", verification(fail))):
-        _jsonl(folder / f"{name}.jsonl", rows)
+def _record(root: Path, kind: str, rid: str, created: str, supersedes=()) -> Path:
+    folder = root / kind / rid
+    write_manifest(
+        folder, id=rid, kind=kind, created=created, commit="abc", device={}, software={},
+        command="x", options={}, supersedes=list(supersedes), summary=rid,
+    )  # fmt: skip
+    return folder
+
+
+def write_records(root: Path, fail: str | None = None) -> Path:
+    """Records under ``root``: the campaign's benchmark, a later re-measurement that
+    supersedes it, and the verification."""
     device = {"gpu": "Test GPU", "multiprocessors": 132, "fp64_fma_peak": PEAK, "command": "x"}
-    (folder / "device.json").write_text(json.dumps(device))
-    (folder / "verify_device.json").write_text(json.dumps({"gpu": "Test GPU"}))
+    campaign = root / "eri-bench" / "campaign"
+    campaign.mkdir(parents=True)
+    _jsonl(campaign / "measurements.jsonl", measurements())
+    (campaign / "device.json").write_text(json.dumps(device))
+    _record(root, "eri-bench", "campaign", "2026-01-01T00:00:00")
+    check = root / "eri-verify" / "check"
+    check.mkdir(parents=True)
+    _jsonl(check / "verify_gpu.jsonl", verification(fail))
+    (check / "verify_device.json").write_text(json.dumps({"gpu": "Test GPU"}))
+    _record(root, "eri-verify", "check", "2026-01-01T00:00:00")
     # a later run re-measured Tier 2 of (1,1|0,0) with its bank in shared memory and every
     # Kernel 2 form (the runtime's, generated, now beats Tier 1), and with the bank forced into
-    # global memory
-    later = folder / "later"
+    # global memory; it was started first, but it supersedes the campaign
+    later = root / "eri-bench" / "later"
     later.mkdir()
     cls = QuartetClass(1, 1, 0, 0)
     shared = {"bank": "shared", "tier": 2}
@@ -156,12 +173,17 @@ def write_records(folder: Path, fail: str | None = None) -> Path:
     ]
     _jsonl(later / "measurements.jsonl", rows)
     (later / "device.json").write_text(json.dumps(device | {"command": "later"}))
-    return folder
+    _record(root, "eri-bench", "later", "2025-12-31T00:00:00", supersedes=["campaign"])
+    return root
+
+
+def load(root: Path) -> gpu_results.GpuResults:
+    return gpu_results.load_results(discover([root], "eri-bench"), discover([root], "eri-verify"))
 
 
 @pytest.fixture
 def results(tmp_path):
-    return gpu_results.load_results(write_records(tmp_path / "records"), ["later"])
+    return load(write_records(tmp_path / "records"))
 
 
 def test_throughput_keeps_errors_and_recomputes_the_peak_fraction(results):
@@ -265,10 +287,8 @@ def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
     )  # fmt: skip
     assert "4 of 5 classes with both tiers measured (80%; goal 90%): **NOT MET**" in text
     assert "Not the faster one: (1,1|0,0)." in text
-    assert (
-        "Re-measured (5 records, superseding earlier ones of the same measurement)" in text
-        and "`later`" in text
-    )
+    # the later record (started first) is listed after the campaign it supersedes
+    assert text.index("- `campaign` (") < text.index("- `later` (5 measurements)")
     assert "generated Kernel 2 over the run-time loop per quartet: 1.25x-1.25x" in text
     # 1e9 FLOP at 4e8 or 3e8 quartets/s per 1e6 quartets is far below 30% of 50 TFLOP/s
     assert "reach 30% of the measured peak" in text and "**NOT MET**" in text
@@ -277,7 +297,7 @@ def test_summary_states_goals_and_the_paper(results, tmp_path, monkeypatch):
     assert "no-dsa: boom" in text
     assert "Measured Tier 1 kernels up to total 6 with spill stores: none" in text
     for ablation, t in ablations.items():
-        ablation_figure(t, ablation, ablation, tmp_path / f"{ablation}.png")
+        ablation_figure(t, ablation, tmp_path / f"{ablation}.png")
     tier_figure(tiers, tmp_path / "tiers.png")
     assert all((tmp_path / f"{a}.png").stat().st_size > 0 for a in gpu_results.ABLATIONS)
 
@@ -301,8 +321,7 @@ def test_report_script_end_to_end(tmp_path):
     plans().to_csv(tmp_path / "plans.csv", index=False)
     out = tmp_path / "out"
     tables = ["throughput", "tiers", "tier2-options", "peak", "ablations", "verification"]
-    args = [sys.executable, str(SCRIPTS / "eri_gpu_report.py"), "--results", str(records)]
-    args += ["--remeasured", "later"]
+    args = [sys.executable, str(SCRIPTS / "eri_gpu_report.py"), "--records", str(records)]
     args += ["--plans", str(tmp_path / "plans.csv"), "--paper-quartets", *QUARTETS]
     args += ["--lmax", "1", "--tier-choice-goal", "0.9", "--peak-goal", "0.3"]
     args += ["--mid-totals", "1", "2"]
@@ -318,13 +337,15 @@ def test_report_script_end_to_end(tmp_path):
 
 
 def test_paper_quartets_set_tier1_only_against_tier2_only(tmp_path):
-    folder = write_records(tmp_path / "records")
+    root = write_records(tmp_path / "records")
     cls = QuartetClass(1, 1, 1, 0)
     extra = [measurement(cls, "tier1-only", "store", 6e8, 1),
              measurement(cls, "tier2-only", "store", 2e8, 2)]  # fmt: skip
-    with (folder / "measurements.jsonl").open("a") as fh:
+    campaign = root / "eri-bench" / "campaign"
+    with (campaign / "measurements.jsonl").open("a") as fh:
         fh.write("".join(json.dumps(r) + "\n" for r in extra))
-    results = gpu_results.load_results(folder, ["later"])
+    _record(root, "eri-bench", "campaign", "2026-01-01T00:00:00")  # its manifest again
+    results = load(root)
     table = gpu_results.throughput_table(results.measurements, PEAK)
     paired = gpu_results.paired_table(table, QUARTETS, "tier1-only", "tier2-only")
     by = paired.set_index("quartet")
@@ -348,3 +369,25 @@ def test_runtime_jk_forms_by_tier_and_size():
     assert kernel2_form(small, "thread", tier=Tier.REGISTER) == "thread"
     with pytest.raises(ValueError, match="only Tier 1"):
         kernel2_form(small, "fused")
+
+
+def test_a_kernel_with_other_options_supersedes_no_product_measurement(tmp_path):
+    root = write_records(tmp_path / "records")
+    cls = QuartetClass(1, 0, 1, 0)
+    study = kernel_options("full").replace(prefetch_max_accumulators=0)
+    rows = [
+        measurement(cls, "no-axis", "store", 1e8, 1),  # the product's no-axis again
+        measurement(cls, "full", "store", 9e8, 1) | {"options": study.to_json()},
+    ]
+    study_run = root / "eri-bench" / "study"
+    study_run.mkdir()
+    _jsonl(study_run / "measurements.jsonl", rows)
+    (study_run / "device.json").write_text(json.dumps({"gpu": "Test GPU", "fp64_fma_peak": PEAK}))
+    _record(root, "eri-bench", "study", "2026-02-01T00:00:00", supersedes=["campaign", "later"])
+    table = gpu_results.throughput_table(load(root).measurements, PEAK)
+    full = table[(table["class"] == str(cls)) & (table["variant"] == "full")]
+    # the study's full kernel is its own measurement; later's product kernel stays current
+    assert list(full["superseded"]) == [True, False, False]
+    assert list(full["source"]) == ["campaign", "later", "study"]
+    no_axis = table[(table["class"] == str(cls)) & (table["variant"] == "no-axis")]
+    assert list(no_axis["superseded"]) == [True, False]

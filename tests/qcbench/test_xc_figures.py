@@ -10,8 +10,38 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from kerneldi.settings import Settings  # noqa: E402
+from qcbench.records import Record, read_record, write_manifest  # noqa: E402
 from qcbench.xc import bench, figures  # noqa: E402
 from qcbench.xc.experiments import threshold_sweep  # noqa: E402
+
+
+def xc_record(folder, rid: str, files: dict, supersedes=()) -> Record:
+    """An xc-bench record holding ``files`` (JSON by stem)."""
+    folder.mkdir(parents=True)
+    for name, obj in files.items():
+        (folder / f"{name}.json").write_text(json.dumps(obj))
+    write_manifest(
+        folder, id=rid, kind="xc-bench", created=f"2026-01-0{len(supersedes) + 1}", commit="c",
+        device={}, software={}, command="bench", options={}, supersedes=list(supersedes),
+        summary=rid,
+    )  # fmt: skip
+    return read_record(folder)
+
+
+def test_later_records_replace_a_molecule_and_say_what_they_measured(tmp_path):
+    first = xc_record(tmp_path / "a", "a", {
+        "provenance": {"gpu": "first"},
+        "sweep": [{"molecule": "w5", "natm": 15, "wall_s": 1.0},
+                  {"molecule": "w9", "natm": 27, "skipped": "budget"}],
+    })  # fmt: skip
+    second = xc_record(tmp_path / "b", "b", {
+        "provenance": {"gpu": "second"},
+        "sweep": [{"molecule": "w5", "natm": 15, "wall_s": 2.0}],
+    }, supersedes=["a"])  # fmt: skip
+    assert figures.bench_keys(first) == {("sweep", "w5")}
+    loaded = figures.load_gpu([second, first])
+    assert {r["molecule"]: r.get("wall_s") for r in loaded["sweep"]} == {"w5": 2.0, "w9": None}
+    assert loaded["provenance"]["gpu"] == "first" and loaded["provenance_b"]["gpu"] == "second"
 
 
 def gpu_like(record: dict, molecule: str) -> dict:
@@ -39,9 +69,7 @@ def test_gpu_figures_from_benchmark_records(tmp_path):
         "sweep": [gpu_like(rec, "water_clusters/002"), tensor_only],
         "madft": [gpu_like(rec, "madft/ethanol"), {"molecule": "madft/c60a", "skipped": "budget"}],
     }
-    for name, obj in results.items():
-        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
-    loaded = figures.load_gpu(tmp_path)
+    loaded = figures.load_gpu([xc_record(tmp_path / "run", "run", results)])
     table = figures.sweep_table(loaded)
     assert len(table) == 3 and (table["speedup_vs_exc_cublas"] > 0).all()
     assert table["d_exc_fp64_vs_exc_cublas"].notna().all()

@@ -1,8 +1,7 @@
 # The CUDA kernel library built ahead of time with nvcc: one ptxas record per class, variant and
 # epilogue, the ptxas table and figure, and the spill acceptance check. Part of `rule all` only
-# where nvcc is found. Also the GPU campaign's inputs and kernels (explicit targets, see README).
+# where nvcc is found (common.smk).
 from fusionrcg.angmom import canonical_classes
-from qctoolchain import ToolNotFound, find_tool
 from qcbench.eri.reporting.kernel_builds import build_cost, build_jobs
 from qcbench.partition import balanced_groups
 
@@ -21,22 +20,9 @@ KERNEL_GROUPS = balanced_groups(
 KERNEL_FILES = ["ptxas.csv", "ptxas.md", "ptxas.png", "SUMMARY.md"]
 
 
-def nvcc_found():
-    try:
-        return find_tool("nvcc", "NVCC")
-    except ToolNotFound:
-        return None
-
-
-if nvcc_found():
-    ERI_KERNEL_REPORTS = published(*(f"eri/kernels/{name}" for name in KERNEL_FILES))
-else:
-    ERI_KERNEL_REPORTS = []
-    print(
-        "nvcc not found (PATH, NVCC, CUDA_HOME): the CUDA kernel build stage is skipped; "
-        "the C++ kernels are still built and verified",
-        file=sys.stderr,
-    )
+ERI_KERNEL_REPORTS = (
+    published(*(f"eri/kernels/{name}" for name in KERNEL_FILES)) if NVCC else []
+)
 
 
 rule eri_kernel_build:
@@ -92,46 +78,3 @@ rule eri_kernel_report:
         " --spill-free-max-total {params.limit} --arch {params.arch} --timeout {params.timeout}"
         " --out-table {output.table} {output.table_md} --out-figure {output.figure}"
         " --out-summary {output.summary} > {log} 2>&1"
-
-
-GPU_CONFIG = config["eri"]["gpu"]
-GPU_INPUTS = f"{RESULTS}/eri/gpu/inputs"
-
-
-rule eri_gpu_inputs:
-    """The GPU campaign's measurement plan and segmented bases (needs PySCF, not a GPU)."""
-    output:
-        plan=f"{GPU_INPUTS}/plan.json",
-    params:
-        quartets=";".join(PAPER_QUARTETS),
-        tier_max_total=GPU_CONFIG["tier_max_total"],
-    log:
-        f"{RESULTS}/logs/eri/gpu/inputs.log",
-    shell:
-        "{PY} -m qcbench.eri.campaign prepare --out {GPU_INPUTS}"
-        " --paper-quartets '{params.quartets}' --tier-max-total {params.tier_max_total}"
-        " > {log} 2>&1"
-
-
-rule eri_gpu_kernels:
-    """Every kernel the campaign runs, compiled into the kernel library; a kernel that does not
-    compile is recorded in the build log, not fatal."""
-    input:
-        rules.eri_gpu_inputs.output.plan,
-    output:
-        f"{RESULTS}/eri/gpu/kernels.jsonl",
-    params:
-        timeout=GPU_CONFIG["compile_timeout"],
-        fallback=(
-            ""
-            if GPU_CONFIG["compile_fallback_ptxas_level"] is None
-            else f"--fallback-ptxas-level {GPU_CONFIG['compile_fallback_ptxas_level']}"
-        ),
-    threads: GPU_CONFIG["kernel_jobs"]
-    log:
-        f"{RESULTS}/logs/eri/gpu/kernels.log",
-    shell:
-        # the campaign appends to its build log: start from an empty one
-        "rm -f {output} && {PY} -m qcbench.eri.campaign kernels --inputs {GPU_INPUTS}"
-        " --kernel-dir {KERNELS} --out {output} --timeout {params.timeout} {params.fallback}"
-        " --jobs {threads} > {log} 2>&1"

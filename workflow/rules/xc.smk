@@ -1,6 +1,7 @@
 # XC engine (KerneLDI) on the CPU: accuracy against PySCF's NumInt, block and pair fractions,
 # the block-pair threshold sweep (paper Fig. 3) and timings against EXC-OpenBLAS; plus Figs. 2
-# and 4 from GPU benchmark results committed under reports/gpu/xc (python -m qcbench.xc.bench).
+# and 4 from the GPU benchmark's records (python -m qcbench.xc.bench): those in records/ and, on
+# a GPU machine, a new run of the benchmark (resources gpu=1).
 # Jobs run single-threaded (BLAS and OpenMP) so that timings do not depend on other jobs.
 XC = config["xc"]
 XC_DIR = f"{RESULTS}/xc"
@@ -8,9 +9,7 @@ XC_ACC = {s["name"]: s for s in XC["accuracy"]["sets"]}
 XC_SWEEP = {s["name"]: s for s in XC["threshold_sweep"]["sets"]}
 XC_TIMING = {s["name"]: s for s in XC["cpu_timing"]["sets"]}
 XC_ENV = "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1"
-XC_GPU = f"{REPORTS}/gpu/xc"
-XC_GPU_JSON = sorted(str(p) for p in Path(XC_GPU).glob("*.json"))
-XC_HAS_GPU = f"{XC_GPU}/sweep.json" in XC_GPU_JSON and f"{XC_GPU}/provenance.json" in XC_GPU_JSON
+XC_GPU_RUN = f"{RUNS}/xc-bench/bench"
 XC_CPU_FILES = [
     "accuracy.csv",
     "accuracy.md",
@@ -26,8 +25,7 @@ XC_CPU_FILES = [
 ]
 XC_GPU_FILES = ["gpu_fig2_speedup_vs_error.png", "gpu_fig4_time_vs_size.png"]
 XC_GPU_FILES += ["gpu_timing.csv", "gpu_timing.md", "gpu_summary.md"]
-# the GPU figures appear once GPU results are committed; until then they are skipped
-XC_REPORTS = published(*(f"xc/{f}" for f in XC_CPU_FILES + (XC_GPU_FILES if XC_HAS_GPU else [])))
+XC_REPORTS = published(*(f"xc/{f}" for f in XC_CPU_FILES + XC_GPU_FILES))
 
 
 rule xc_accuracy:
@@ -198,10 +196,30 @@ rule xc_cpu_timing_table:
         " > {log} 2>&1"
 
 
+rule xc_gpu_bench:
+    """The XC benchmark on the GPU (accuracy, SCF, the size sweep, def2-TZVP and the MADFT
+    systems against GPU4PySCF and EXC-cuBLAS): a new xc-bench record."""
+    output:
+        directory(XC_GPU_RUN),
+    params:
+        kind="xc-bench",
+        run="bench",
+        summary="KerneLDI on the GPU: accuracy and SCF against PySCF/GPU4PySCF, the size "
+        "sweep, def2-TZVP and the MADFT systems (Figs. 2 and 4)",
+        options=json.dumps({"budget": XC["gpu"]["budget"]}),
+    resources:
+        gpu=1,
+    log:
+        f"{RESULTS}/logs/xc/gpu_bench.log",
+    shell:
+        "{PY} -m qcbench.xc.bench --out {output} --budget {XC[gpu][budget]} > {log} 2>&1"
+        " && " + RECORD_MANIFEST + " >> {log} 2>&1"
+
+
 rule xc_gpu_figures:
-    """KerneLDI Figs. 2 and 4 and a summary from the committed GPU benchmark results."""
+    """KerneLDI Figs. 2 and 4 and a summary from the GPU benchmark's records."""
     input:
-        XC_GPU_JSON,
+        tracked_records("xc-bench") + ([XC_GPU_RUN] if GPU else []),
     output:
         fig2=report(
             f"{XC_DIR}/gpu_fig2_speedup_vs_error.png",
@@ -216,9 +234,11 @@ rule xc_gpu_figures:
         table=f"{XC_DIR}/gpu_timing.csv",
         table_md=f"{XC_DIR}/gpu_timing.md",
         summary=f"{XC_DIR}/gpu_summary.md",
+    params:
+        roots=" ".join(RECORD_ROOTS),
     log:
         f"{RESULTS}/logs/xc/gpu_figures.log",
     shell:
-        "{PY} {SCRIPTS}/xc_gpu_figures.py --results {XC_GPU} --fig2 {output.fig2}"
+        "{PY} {SCRIPTS}/xc_gpu_figures.py --records {params.roots} --fig2 {output.fig2}"
         " --fig4 {output.fig4} --table {output.table} {output.table_md}"
         " --summary {output.summary} > {log} 2>&1"

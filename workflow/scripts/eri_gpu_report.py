@@ -1,4 +1,5 @@
-"""Tables, Figs. 5(b)/6/7/8 and SUMMARY.md from the GPU campaign's committed records."""
+"""Tables, Figs. 5(b)/6/7/8 and SUMMARY.md from the GPU campaign's records (eri-bench and
+eri-verify records under each root, qcbench.records)."""
 
 import argparse
 from pathlib import Path
@@ -7,6 +8,7 @@ import pandas as pd
 
 from fusionrcg.angmom import canonical_classes
 from qcbench.eri.reporting import gpu_figures, gpu_results, gpu_summary
+from qcbench.records import discover
 from qcbench.tables import write_table
 
 TITLES = {
@@ -18,8 +20,7 @@ TITLES = {
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--results", required=True, help="folder of the committed GPU records")
-    p.add_argument("--remeasured", nargs="*", default=[], help="subfolders of later runs")
+    p.add_argument("--records", nargs="+", required=True, help="record roots, e.g. records")
     p.add_argument("--plans", required=True, help="graph plan records (the model's tiers)")
     p.add_argument("--paper-quartets", nargs="+", required=True)
     p.add_argument("--lmax", type=int, required=True)
@@ -36,7 +37,9 @@ def main() -> None:
     p.add_argument("--out-summary", required=True)
     a = p.parse_args()
 
-    results = gpu_results.load_results(a.results, a.remeasured)
+    results = gpu_results.load_results(
+        discover(a.records, "eri-bench"), discover(a.records, "eri-verify")
+    )
     throughput = gpu_results.throughput_table(results.measurements, results.device["fp64_fma_peak"])
     write_table(throughput, *a.out_throughput)
     tiers_by_class = gpu_results.model_tiers(pd.read_csv(a.plans))
@@ -46,7 +49,7 @@ def main() -> None:
     }
     write_table(pd.concat(ablations.values(), ignore_index=True), *a.out_ablations)
     for (name, table), path in zip(ablations.items(), a.out_figures[:3]):
-        gpu_figures.ablation_figure(table, name, TITLES[name], path)
+        gpu_figures.ablation_figure(table, TITLES[name], path)
     tiers = gpu_results.tier_table(throughput, tiers_by_class)
     write_table(tiers, *a.out_tiers)
     gpu_figures.tier_figure(tiers, a.out_figures[3])

@@ -18,14 +18,15 @@ def main() -> None:
     parser.add_argument("--liveness", required=True, help="CSV of liveness rows")
     args = parser.parse_args()
     plans, liveness = [], []
-    for text in args.classes:
+    for i, text in enumerate(args.classes, 1):
         cls = QuartetClass.parse(text)
         start = time.perf_counter()
         # non-canonical classes are only the paper's quartets as written: liveness only
         if cls.is_canonical():
             plans += plan_rows(cls, args.variants)
         liveness.append(liveness_row(cls))
-        print(f"{cls}: {time.perf_counter() - start:.1f} s", flush=True)
+        seconds = time.perf_counter() - start
+        print(f"[{i}/{len(args.classes)}] {cls}: {seconds:.1f} s", flush=True)
     write_table(pd.DataFrame(plans), args.plans)
     write_table(pd.DataFrame(liveness), args.liveness)
 

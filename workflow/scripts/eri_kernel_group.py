@@ -24,12 +24,13 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="CSV of build records")
     args = parser.parse_args()
     records = []
-    for text in args.jobs:
+    for i, text in enumerate(args.jobs, 1):
         start = time.perf_counter()
         record = build_record(BuildJob.parse(text), args.kernel_dir, args.timeout, args.arch)
         records.append(record)
         status = "error" if record["error"] else f"{record['registers']} registers"
-        print(f"{text}: {status}, {time.perf_counter() - start:.1f} s", flush=True)
+        seconds = time.perf_counter() - start
+        print(f"[{i}/{len(args.jobs)}] {text}: {status}, {seconds:.1f} s", flush=True)
     write_table(pd.DataFrame(records), args.out)
 
 

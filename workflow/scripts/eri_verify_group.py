@@ -52,12 +52,14 @@ def main() -> None:
     tol = Tolerance(*args.tolerance)
     limits = {b: int(t) for b, t in (text.split(":") for text in args.backends)}
     rows = []
-    for text in args.classes:
+    for i, text in enumerate(args.classes, 1):
         cls = QuartetClass.parse(text)
         backends = [b for b, top in limits.items() if cls.total <= top]
         start = time.perf_counter()
         rows += class_rows(cls, sets, mols, backends, args.per_class, args.seed, tol)
-        print(f"{cls} ({', '.join(backends)}): {time.perf_counter() - start:.1f} s", flush=True)
+        seconds = time.perf_counter() - start
+        done = f"[{i}/{len(args.classes)}]"
+        print(f"{done} {cls} ({', '.join(backends)}): {seconds:.1f} s", flush=True)
     errors = pd.DataFrame(rows)
     write_table(errors, args.out)
     bad = failures(errors)

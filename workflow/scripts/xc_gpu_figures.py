@@ -1,20 +1,22 @@
-"""KerneLDI Figs. 2 and 4 and a summary from the committed GPU benchmark results."""
+"""KerneLDI Figs. 2 and 4 and a summary from the GPU benchmark's records (xc-bench records under
+each root, qcbench.records)."""
 
 import argparse
 
+from qcbench.records import discover
 from qcbench.tables import write_table
 from qcbench.xc.figures import fig2, fig4, gpu_summary, load_gpu, sweep_table
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--results", required=True, help="folder of python -m qcbench.xc.bench")
+    p.add_argument("--records", nargs="+", required=True, help="record roots, e.g. records")
     p.add_argument("--fig2", required=True)
     p.add_argument("--fig4", required=True)
     p.add_argument("--table", nargs=2, required=True, metavar=("CSV", "MD"))
     p.add_argument("--summary", required=True)
     a = p.parse_args()
-    results = load_gpu(a.results)
+    results = load_gpu(discover(a.records, "xc-bench"))
     table = sweep_table(results)
     write_table(table, *a.table)
     paper = results["provenance"]["paper_v100"]

@@ -113,7 +113,8 @@ def bench(args) -> int:
     dms = {}
     start = time.perf_counter()
     results = out / "measurements.jsonl"
-    for item in json.loads((inputs / "plan.json").read_text()):
+    plan = json.loads((inputs / "plan.json").read_text())
+    for i, item in enumerate(plan, 1):
         if time.perf_counter() - start > args.budget:
             print("time budget reached; stopping", flush=True)
             break
@@ -129,10 +130,11 @@ def bench(args) -> int:
                           peak, dm=dms[name], bank=bank, kernel2=form)  # fmt: skip
             _jsonl(results, m.row() | {"bank_request": bank, "kernel2_request": form})
             rate = f"{m.quartets_per_second:10.3e} q/s {m.fraction_of_peak:6.1%}"
-            print(f"{m.cls:10s} {m.variant:12s} {m.epilogue:5s} T{m.tier} {rate}", flush=True)
+            what = f"{m.cls:10s} {m.variant:12s} {m.epilogue:5s} T{m.tier}"
+            print(f"[{i}/{len(plan)}] {what} {rate}", flush=True)
         except Exception as exc:  # record and go on: one failing kernel must not stop the run
             _jsonl(results, item | {"error": f"{type(exc).__name__}: {exc}"[:500]})
-            print(f"{item}: {exc}", flush=True)
+            print(f"[{i}/{len(plan)}] {item}: {exc}", flush=True)
     return 0
 
 
@@ -225,10 +227,11 @@ def kernels(args) -> int:
             pool.submit(_build_one, j, args.kernel_dir, args.timeout, args.fallback_ptxas_level)
             for j in jobs
         ]
-        for fut in futures:
+        for i, fut in enumerate(futures, 1):
             rec = fut.result()
             _jsonl(out, rec)
-            print(rec.get("kernel") or rec.get("error", "")[:100], flush=True)
+            done = rec.get("kernel") or rec.get("error", "")[:100]
+            print(f"[{i}/{len(jobs)}] {done}", flush=True)
     return 0
 
 

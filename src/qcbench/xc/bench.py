@@ -180,10 +180,7 @@ class Out:
 
     def measured(self, section: str, molecule: str) -> bool:
         """Whether ``molecule`` has a record in ``section`` that is neither skipped nor failed."""
-        return any(
-            r.get("molecule") == molecule and "skipped" not in r and "error" not in r
-            for r in self.data.get(section, [])
-        )
+        return _measured(self.data.get(section, []), molecule)
 
     def put(self, section: str, record: dict) -> None:
         """Add ``record``, replacing an earlier record of the same molecule."""
@@ -194,6 +191,12 @@ class Out:
     def write(self, name: str, obj) -> None:
         path = self.root / f"{name}.json"
         path.write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
+
+
+def _measured(rows: list[dict], molecule: str) -> bool:
+    return any(
+        r.get("molecule") == molecule and "skipped" not in r and "error" not in r for r in rows
+    )
 
 
 def _jsonable(x):
@@ -647,27 +650,36 @@ SECTIONS = {
 }
 
 
-def merge(out: Path, parts: list[Path]) -> None:
-    """The section files of ``parts`` joined into ``out``: records in the parts' order, one
-    per molecule in the size sections (a measured record replaces a skipped one); the first
-    part's provenance files keep their names, the others' become ``provenance_<part>*.json``."""
-    joined = Out(out)
-    for n, part in enumerate(parts):
-        for path in sorted(part.glob("*.json")):
-            obj = json.loads(path.read_text())
-            if path.stem.startswith("provenance"):
-                suffix = path.stem.removeprefix("provenance")  # "" or "_resume"
-                joined.write(path.stem if n == 0 else f"provenance_{part.name}{suffix}", obj)
+def joined(parts: list[tuple[str, dict[str, object]]]) -> dict[str, object]:
+    """The section files of ``parts`` (a name and its files' contents by stem) joined: records
+    in the parts' order, one per molecule in the size sections (a measured record replaces a
+    skipped one, a later measured record an earlier one); the first part's provenance files
+    keep their names, the others' become ``provenance_<name>*``."""
+    out: dict[str, object] = {}
+    for n, (name, files) in enumerate(parts):
+        for stem, obj in sorted(files.items()):
+            if stem.startswith("provenance"):
+                suffix = stem.removeprefix("provenance")  # "" or "_resume"
+                out[stem if n == 0 else f"provenance_{name}{suffix}"] = obj
                 continue
+            rows = out.setdefault(stem, [])
             for rec in obj:
                 mol = rec.get("molecule")
                 size_run = mol is not None and ("natm" in rec) and "kind" not in rec
-                if size_run and "skipped" in rec and joined.measured(path.stem, mol):
+                if size_run and "skipped" in rec and _measured(rows, mol):
                     continue
                 if size_run:
-                    joined.put(path.stem, rec)
-                else:
-                    joined.add(path.stem, rec)
+                    rows[:] = [r for r in rows if r.get("molecule") != mol]
+                rows.append(rec)
+    return out
+
+
+def merge(out: Path, parts: list[Path]) -> None:
+    """The section files of the part directories ``parts`` joined into ``out`` (``joined``)."""
+    files = [(p.name, {f.stem: json.loads(f.read_text()) for f in p.glob("*.json")}) for p in parts]
+    target = Out(out)
+    for name, obj in joined(files).items():
+        target.write(name, obj)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,10 +5,14 @@ the paper states for its V100 beside ours."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..records import Record, ordered
+from .bench import joined
 
 FLOOR = 1e-16  # errors that are exactly zero are drawn here on log axes
 PHASES = ("ao", "density", "potential")  # the engine's timed phases (bench: ours_phases_s)
@@ -49,12 +53,30 @@ def threshold_sweep_figure(df: pd.DataFrame, path: str | Path, default_t_d: floa
 # -- GPU results ---------------------------------------------------------------------------
 
 
-def load_gpu(folder: str | Path) -> dict:
-    """Every JSON file the benchmark wrote into ``folder``, by name."""
-    out = {}
-    for path in sorted(Path(folder).glob("*.json")):
-        out[path.stem] = json.loads(path.read_text())
-    return out
+SIZE_SECTIONS = ("sweep", "tzvp", "madft")
+
+
+def _sections(record: Record) -> dict[str, object]:
+    """The JSON files of an ``xc-bench`` record by stem (its manifest lists them)."""
+    names = [f["path"] for f in record.manifest["files"] if f["path"].endswith(".json")]
+    return {Path(n).stem: json.loads(record.file(n).read_text()) for n in names}
+
+
+def load_gpu(records: Sequence[Record]) -> dict:
+    """The ``xc-bench`` records joined in the records' order as ``bench --merge`` joins parts:
+    a later measured record of a molecule replaces the earlier one."""
+    return joined([(r.id, _sections(r)) for r in ordered(records)])
+
+
+def bench_keys(record: Record) -> set[tuple[str, str]]:
+    """What an ``xc-bench`` record measured (``qcbench.runs.measurement_keys``): each
+    measured molecule of the size sections."""
+    return {
+        (section, r["molecule"])
+        for section, rows in _sections(record).items()
+        if section in SIZE_SECTIONS
+        for r in _measured(rows)
+    }
 
 
 def _measured(records) -> list[dict]:

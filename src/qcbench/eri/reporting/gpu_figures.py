@@ -15,8 +15,6 @@ import pandas as pd  # noqa: E402
 
 from qctoolchain import PTXAS_DEFAULT_LEVEL
 
-from .gpu_results import ABLATIONS  # noqa: E402
-
 TIER_COLORS = {1: "tab:green", 2: "tab:red"}
 
 
@@ -26,11 +24,12 @@ def _save(fig: plt.Figure, path: str | Path) -> None:
     plt.close(fig)
 
 
-def ablation_figure(table: pd.DataFrame, ablation: str, title: str, path: str | Path) -> None:
-    """Throughput bars (log scale) of full and the ablated variant per quartet; the speedup on
-    a second axis, written above each quartet, with the ptxas level of an ablated kernel built
-    below -O3 (the compile fallback). A quartet without both numbers says so."""
-    variant = ABLATIONS[ablation]
+def ablation_figure(table: pd.DataFrame, title: str, path: str | Path) -> None:
+    """Throughput bars (log scale) of full and the ablated variant per quartet (a
+    ``paired_table``); the speedup on a second axis, written above each quartet, with the
+    ptxas level of an ablated kernel built below -O3 (the compile fallback). A quartet without
+    both numbers says so."""
+    variant = table["ablated"].iloc[0]
     x = np.arange(len(table))
     fig, ax = plt.subplots(figsize=(11, 4.6))
     for offset, col, label, color in (

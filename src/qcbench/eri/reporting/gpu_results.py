@@ -3,12 +3,14 @@
 against Tier 2-only, the tier the model picks against the faster one, the fraction of the FP64
 peak reached in Tier 1, and verification against PySCF per class and output form.
 
-A measurement record carries either numbers or an ``error`` (a kernel that did not compile or
-launch); such records stay in the tables as missing values with their reason. Later runs that
-re-measure some kernels (subfolders with their own ``measurements.jsonl`` and ``device.json``)
-supersede the earlier record of the same measurement (class, variant, epilogue, slot-bank
-request, Kernel 2 form): the tier tables use the latest record, while an ablation sets the full
-kernel against the ablated one measured in the same run, never across runs.
+The measurements come from ``eri-bench`` records and the checks from ``eri-verify`` records
+(``qcbench.records``), taken in the records' order. A measurement carries either numbers or an
+``error`` (a kernel that did not compile or launch); such measurements stay in the tables as
+missing values with their reason. A later record's measurement supersedes an earlier one of
+the same class, variant, epilogue, slot-bank request and Kernel 2 form: the tier tables use the
+latest, while an ablation sets the full kernel against the ablated one measured in the same
+record, never across records. A kernel built with options other than its variant's preset is a
+measurement of its own.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ import numpy as np
 import pandas as pd
 
 from fusionrcg.angmom import QuartetClass, shell_size
+from fusionrcg.options import PRESETS, KernelOptions
 from fusionrcg.runtime.gpu import kernel2_form
 from fusionrcg.variants import Tier
 from qctoolchain import PTXAS_DEFAULT_LEVEL
+
+from ...records import Record, ordered
 
 THROUGHPUT_COLUMNS = (
     "class", "total", "variant", "epilogue", "tier", "basis", "n_quartets",
@@ -42,11 +47,15 @@ FORMS = ("spherical", "cartesian")
 
 @dataclass(frozen=True)
 class GpuResults:
-    measurements: pd.DataFrame  # one row per measurement record (the latest of each kind)
-    device: dict  # device.json of the benchmark run (holds the measured FP64 peak)
-    verification: pd.DataFrame  # one row per class, molecule, basis and form
-    verify_device: dict
-    remeasured: dict[str, dict]  # device.json of each re-measurement run, by subfolder
+    measurements: pd.DataFrame  # one row per measurement, ``source``: its record's id
+    runs: dict[str, dict]  # device.json of each benchmark record, by id, in the records' order
+    verification: pd.DataFrame  # the latest row per class, molecule, basis and form
+    verify_device: dict  # verify_device.json of the latest verification record
+
+    @property
+    def device(self) -> dict:
+        """The device of the latest benchmark record."""
+        return list(self.runs.values())[-1]
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
@@ -63,6 +72,9 @@ def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     for col in (*optional, "slots_per_quartet", "error"):
         if col not in df:
             df[col] = np.nan
+    # text columns that may hold only missing values in one record's measurements
+    for col in ("bank", "kernel2", "error"):
+        df[col] = df[col].astype(object)
     for col, default in (("bank_request", "auto"), ("kernel2_request", "auto"),
                          ("quartet_order", "given"), ("max_work", 0)):  # fmt: skip
         df[col] = df[col].where(df[col].notna(), default)
@@ -76,35 +88,72 @@ def _with_defaults(records: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _options_key(record: pd.Series) -> str:
+    """ "" for a kernel built with its variant's preset options (the slot-bank request aside),
+    and for records from before measurements carried their options; otherwise the options'
+    key, so that a study's kernel is a measurement of its own and supersedes no product one."""
+    data = record.get("options")
+    if not isinstance(data, dict):
+        return ""
+    options = KernelOptions.from_json(data)
+    preset = PRESETS.get(options.variant.name)
+    # the bank is the measurement's own field (bank_request)
+    if preset is not None and options == preset.replace(bank=options.bank):
+        return ""
+    return options.key()
+
+
 def _measurement_key(record: pd.Series) -> tuple:
-    """What a record measured: class, variant, epilogue, slot-bank request, Kernel 2 form."""
+    """What a record measured: class, variant, epilogue, slot-bank request, Kernel 2 form and
+    kernel options (``_options_key``)."""
     form = record["kernel2"] if isinstance(record["kernel2"], str) else ""
     return (str(_class_of(record)), record["variant"], record["epilogue"],
-            record["bank_request"], form)  # fmt: skip
+            record["bank_request"], form, _options_key(record))  # fmt: skip
 
 
-def load_results(folder: str | Path, remeasured: Sequence[str] = ()) -> GpuResults:
-    """The campaign's records in ``folder`` and those of the subfolders ``remeasured`` (later
-    runs, in order); a record is ``superseded`` when a later run measured the same thing.
-    ``run_peak`` is the FP64 peak measured in the process that made the record."""
-    folder = Path(folder)
-    device = json.loads((folder / "device.json").read_text())
-    records = pd.DataFrame(read_jsonl(folder / "measurements.jsonl"))
-    frames = [records.assign(source="campaign", source_rank=0, run_peak=device["fp64_fma_peak"])]
-    devices = {}
-    for rank, sub in enumerate(remeasured, start=1):
-        records = pd.DataFrame(read_jsonl(folder / sub / "measurements.jsonl"))
-        devices[sub] = json.loads((folder / sub / "device.json").read_text())
-        peak = devices[sub].get("fp64_fma_peak", np.nan)
-        frames.append(records.assign(source=sub, source_rank=rank, run_peak=peak))
+def _verify_key(row: dict) -> tuple:
+    return (row["cls"], row["molecule"], row["basis"], bool(row["cartesian"]))
+
+
+def bench_keys(record: Record) -> set[tuple]:
+    """The measurements of an ``eri-bench`` record (``qcbench.runs.measurement_keys``)."""
+    rows = pd.DataFrame(read_jsonl(record.file("measurements.jsonl")))
+    return set(_with_defaults(rows).apply(_measurement_key, axis=1)) if len(rows) else set()
+
+
+def verify_keys(record: Record) -> set[tuple]:
+    """The checks of an ``eri-verify`` record: class, molecule, basis and output form."""
+    return {_verify_key(row) for row in read_jsonl(record.file("verify_gpu.jsonl"))}
+
+
+def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResults:
+    """The measurements of the ``eri-bench`` records ``bench`` and the checks of the
+    ``eri-verify`` records ``verify`` (none: an empty table), each in the records' order
+    (``qcbench.records.ordered``): a measurement is ``superseded`` when a later record measured
+    the same thing, a check is dropped when a later record made it again. ``run_peak`` is the
+    FP64 peak measured in the process that made the measurement."""
+    if not bench:
+        raise ValueError("the GPU report needs at least one eri-bench record")
+    frames, runs = [], {}
+    for rank, record in enumerate(ordered(bench)):
+        runs[record.id] = json.loads(record.file("device.json").read_text())
+        rows = pd.DataFrame(read_jsonl(record.file("measurements.jsonl")))
+        peak = runs[record.id].get("fp64_fma_peak", np.nan)
+        frames.append(rows.assign(source=record.id, source_rank=rank, run_peak=peak))
     merged = _with_defaults(pd.concat(frames, ignore_index=True))
     merged["superseded"] = merged.apply(_measurement_key, axis=1).duplicated(keep="last")
+    checks: dict[tuple, dict] = {}
+    for record in ordered(verify):
+        for row in read_jsonl(record.file("verify_gpu.jsonl")):
+            checks.pop(_verify_key(row), None)  # the latest check goes last
+            checks[_verify_key(row)] = row
     return GpuResults(
         measurements=merged,
-        device=device,
-        verification=pd.DataFrame(read_jsonl(folder / "verify_gpu.jsonl")),
-        verify_device=json.loads((folder / "verify_device.json").read_text()),
-        remeasured=devices,
+        runs=runs,
+        verification=pd.DataFrame(list(checks.values())),
+        verify_device=(
+            json.loads(ordered(verify)[-1].file("verify_device.json").read_text()) if verify else {}
+        ),
     )
 
 

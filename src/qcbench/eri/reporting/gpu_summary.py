@@ -232,17 +232,17 @@ def summary_markdown(
 ) -> str:
     device = results.device
     counts = throughput["source"].value_counts()
-    runs = [f"Benchmarks ({counts.get('campaign', 0)} records): "
-            f"{_device(device, device.get('fp64_fma_peak'))}"]  # fmt: skip
+    runs = [
+        "Benchmark records, oldest first (a later record's measurement supersedes an earlier "
+        "one of the same kernel; `reports/INDEX.md` lists them):"
+    ]
     runs += [
-        f"Re-measured ({counts.get(sub, 0)} records, superseding earlier ones of the same "
-        "measurement): "
-        f"{_device(info, info.get('fp64_fma_peak'))}"
-        for sub, info in results.remeasured.items()
+        f"- `{rid}` ({counts.get(rid, 0)} measurements): {_device(info, info.get('fp64_fma_peak'))}"
+        for rid, info in results.runs.items()
     ]
     sections = [
         "# ERI kernels on the GPU",
-        *runs,
+        "\n".join(runs),
         f"Verification: {_device(results.verify_device)}",
         "Throughput counts contracted shell quartets (one contraction column per shell) per "
         "second: the median of timed launches after a warm-up, CUDA events, cc-pVDZ/TZ/QZ "
