@@ -9,8 +9,8 @@ points) whose tiles that a grid block does not keep are zero; a density or poten
 chunk is one matrix product on it. Eq. 17 decides per (grid block, block pair): the operand's
 tile of a block pair (D, C^T, or the potential's output) takes part in the chunk's product when
 the pair passes at most of the grid blocks where both blocks are kept, and the grid blocks that
-decide otherwise get their tile products added or taken away one by one. At the default
-thresholds nearly every pair passes, so the chunk products are nearly all the work.
+decide otherwise get their tile products added or taken away one by one: each correction is
+a small product, and where the thresholds keep most pairs (the default t_d) few are needed.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ def _scaled_tiles(a: np.ndarray, keep: np.ndarray, d: int) -> np.ndarray:
 
 
 def _add_tiles(target: np.ndarray, a: np.ndarray, b: np.ndarray, values: np.ndarray) -> None:
-    """target[a[t], :, b[t]] += values[t] for every t, repeated (a, b) included (np.add.at,
-    summing the repeats first: much faster)."""
+    """target[a[t], :, b[t]] += values[t] for every t, repeated (a, b) included: np.add.at's
+    result, with the repeats summed first and one fancy-index update per distinct (a, b)."""
     key = a * target.shape[2] + b
     order = np.argsort(key, kind="stable")
     key = key[order]
@@ -300,8 +300,9 @@ class CPUBlockEngine:
 
 
 class _MatrixDensity:
-    """R = D Phi per chunk: rho = sum Phi R, grad rho = 2 sum grad(Phi) R, tau = 1/2 sum
-    grad(Phi) grad(R) (the D tile of a pair passes where max|D_pq| >= t_b and Eq. 17 holds)."""
+    """R_k = D grad_k(Phi) per chunk (k = 0: Phi): rho = sum Phi R_0, grad rho = 2 sum
+    grad(Phi) R_0, tau = 1/2 sum_k grad_k(Phi) R_k; the D tile of a pair passes where
+    max|D_pq| >= t_b and Eq. 17 holds."""
 
     def __init__(self, eng: CPUBlockEngine, dml: np.ndarray, dmax: np.ndarray, xctype: str):
         self.eng, self.dml, self.dmax, self.xctype = eng, dml, dmax, xctype
