@@ -34,6 +34,15 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print(summary: dict, as_json: bool) -> None:
+    if as_json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        for k, v in summary.items():
+            print(f"{k:18s} {v}")
+
+
 def _options(args: argparse.Namespace) -> KernelOptions:
     """The preset of ``--variant``, or the options of the ``--options`` JSON file."""
     if args.options is None:
@@ -46,13 +55,14 @@ def _options(args: argparse.Namespace) -> KernelOptions:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .library.store import get_kernel
+    from .library.store import get_kernel, locate_kernel_dir
 
     cls = QuartetClass.parse(args.quartet)
     options = _options(args)
     built = get_kernel(
         cls, options, not args.cartesian, args.epilogue, "cuda", args.arch, args.kernel_dir
     )
+    directory, chosen_by = locate_kernel_dir(args.kernel_dir)
     report = built.report
     summary = {
         "class": str(cls),
@@ -71,15 +81,15 @@ def _build(args: argparse.Namespace) -> int:
         "kernel2": built.jk_kernel,
         "compile_seconds": round(report.compile_seconds, 2),
         "cached": built.cached,
+        # "index": the library answered the request; "binary": generated, and that source's
+        # binary was in the library; "built": compiled now
+        "origin": built.origin,
+        "kernel_dir": str(directory.resolve()),
+        "kernel_dir_from": KERNEL_DIR_FROM[chosen_by],
         "cubin": str(built.binary),
         "options": options.to_json(),
     }
-    if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        print()
-    else:
-        for k, v in summary.items():
-            print(f"{k:18s} {v}")
+    _print(summary, args.json)
     return 0
 
 
@@ -91,6 +101,32 @@ def _prebuild(args: argparse.Namespace) -> int:
         args.jobs,
     )  # fmt: skip
     return 0
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from .library.store import clear_library, library_files, locate_kernel_dir
+
+    directory, chosen_by = locate_kernel_dir(args.kernel_dir)
+    files = library_files(directory)
+    summary = {
+        "kernel_dir": str(directory.resolve()),
+        "kernel_dir_from": KERNEL_DIR_FROM[chosen_by],
+        "index_entries": len(files["index"]),
+        "binaries": len(files["binaries"]),
+        "other_files": len(files["other"]),
+        "bytes": sum(f.stat().st_size for group in files.values() for f in group),
+    }
+    if args.clear:
+        summary["removed_files"] = clear_library(directory)
+    _print(summary, args.json)
+    return 0
+
+
+KERNEL_DIR_FROM = {
+    "argument": "--kernel-dir",
+    "environment": "$FUSIONRCG_KERNEL_DIR",
+    "default": "default (~/.cache/fusionrcg/kernels)",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,6 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel-dir", default=None, help="kernel library directory")
     p.add_argument("--jobs", type=int, default=1, help="kernels built at once")
     p.set_defaults(run=_prebuild)
+    c = sub.add_parser(
+        "cache",
+        help="where the kernel library is and what it holds; --clear empties it",
+        description="The kernel library that `build` and the Python API use: --kernel-dir, "
+        "else $FUSIONRCG_KERNEL_DIR, else ~/.cache/fusionrcg/kernels (docs/kernel-cache.md).",
+    )
+    c.add_argument("--kernel-dir", default=None, help="kernel library directory")
+    action = c.add_mutually_exclusive_group()
+    action.add_argument("--info", action="store_true", help="show the library (the default)")
+    action.add_argument(
+        "--clear", action="store_true", help="remove the library's files (kernels rebuild on use)"
+    )
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(run=_cache)
     return parser
 
 

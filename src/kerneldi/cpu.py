@@ -1,51 +1,125 @@
-"""CPU backend: PySCF's AO evaluator, NumPy/SciPy block-pair products, and the dense
-EXC-OpenBLAS baseline on the same AO values and the same XC step.
+"""CPU backend: PySCF's AO evaluator, BLAS-3 products on dense sub-blocks of the kept AO
+blocks, and the dense EXC-OpenBLAS baseline on the same AO values and the same XC step.
 
-The block engine executes exactly the block pairs the GPU kernels execute; only the loop
-order differs. Here each pair of basis blocks (p, q) gathers the grid blocks both keep
-(intersection of two BCS(R) rows), screens them (Eq. 17) and multiplies them in one GEMM
-whose inner dimension runs over those grid blocks, which suits a CPU BLAS.
+The block engine gives the result of exactly the block pairs the GPU kernels execute (its pair
+counts are theirs); only the way to that result differs. The grid is cut into chunks of
+consecutive grid blocks (Morton order keeps a chunk compact). A chunk keeps the basis blocks
+that any of its grid blocks keeps, as one dense operand (basis functions x components x
+points) whose tiles that a grid block does not keep are zero; a density or potential of a
+chunk is one matrix product on it. Eq. 17 decides per (grid block, block pair): the operand's
+tile of a block pair (D, C^T, or the potential's output) takes part in the chunk's product when
+the pair passes at most of the grid blocks where both blocks are kept, and the grid blocks that
+decide otherwise get their tile products added or taken away one by one: each correction is
+a small product, and where the thresholds keep most pairs (the default t_d) few are needed.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from pyscf.dft import numint as pyscf_numint
+from pyscf.dft.gen_grid import BLKSIZE
 
-from . import forms
-from .blocks import BlockPattern, block_maxnorm, pair_fractions, tiles
+from . import forms, integrate
+from .blocks import BlockPattern, block_maxnorm, pair_fractions
 from .integrate import AO_DERIV, NVAR
 from .layout import Layout
 from .settings import Settings
 
-CHUNK_BLOCKS = 2048  # grid blocks per chunk: bounds the gathered temporaries
-SETUP_BLOCKS = 256  # grid blocks per AO evaluation batch
-ORBITAL_CHUNK_BYTES = 2e8  # bounds R = C^T Phi of one chunk of grid blocks
+CHUNK_BLOCKS = 16  # grid blocks per chunk: one product per chunk, over the blocks it keeps
+BATCH_BYTES = 1e8  # AO values evaluated at once when they are not cached
+SYMMETRIC_GROUPS = 4  # block-row groups of the potential's symmetric term
+# the potential's symmetric term sum_k X_k W X_k^T: X's AO components and W's row of wv
+_SYMMETRIC = {"LDA": (slice(0, 1), 0), "MGGA": (slice(1, 4), 4)}
 
 
-def eval_ao_rows(mol, coords: np.ndarray, deriv: int) -> np.ndarray:
-    """PySCF AO values as (comp, npoints, nao)."""
-    ao = pyscf_numint.eval_ao(mol, coords, deriv=deriv)
+def eval_ao_rows(mol, coords: np.ndarray, deriv: int, non0tab=None) -> np.ndarray:
+    """PySCF AO values as (comp, npoints, nao); ``non0tab`` as PySCF's (shells left out are
+    zero, the others exactly as without it)."""
+    ao = pyscf_numint.eval_ao(mol, coords, deriv=deriv, non0tab=non0tab)
     return ao[None] if deriv == 0 else ao
 
 
-def eval_ao_cols(mol, coords: np.ndarray, deriv: int) -> np.ndarray:
+def eval_ao_cols(mol, coords: np.ndarray, deriv: int, non0tab=None) -> np.ndarray:
     """PySCF AO values as (comp, nao, npoints): Phi of Eq. 2 (PySCF computes this layout and
     returns its transpose, so this costs no copy)."""
-    return eval_ao_rows(mol, coords, deriv).transpose(0, 2, 1)
+    return eval_ao_rows(mol, coords, deriv, non0tab).transpose(0, 2, 1)
 
 
-def sum_nt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """sum_n a[n] @ b[n].T over stacks of d x d blocks. Batched small products: one thin GEMM
-    with a long inner dimension runs far slower in a multithreaded OpenBLAS."""
-    return np.matmul(a, b.transpose(0, 2, 1)).sum(axis=0)
+def shells_holding(ao_loc: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Bool mask over the shells of ``ao_loc`` that hold the AO rows ``rows``."""
+    shell_of_row = np.repeat(np.arange(len(ao_loc) - 1), np.diff(ao_loc))
+    mask = np.zeros(len(ao_loc) - 1, dtype=bool)
+    mask[shell_of_row[np.asarray(rows, dtype=np.int64)]] = True
+    return mask
 
 
-def _chunks(ngb: int, size: int = CHUNK_BLOCKS):
-    for g0 in range(0, ngb, size):
-        yield g0, min(g0 + size, ngb)
+def _ranges(n: int, size: int):
+    for a in range(0, n, size):
+        yield a, min(a + size, n)
+
+
+@dataclass
+class Chunk:
+    """Grid blocks [g0, g1) and the basis blocks any of them keeps (``basis``, ascending):
+    ``kept`` and ``phimax`` (grid block, basis block) say which blocks each grid block keeps
+    and their max-norms (0 where not kept); ``ao`` holds the chunk's operand when cached."""
+
+    g0: int
+    g1: int
+    basis: np.ndarray
+    kept: np.ndarray
+    phimax: np.ndarray
+    shells: np.ndarray  # the molecule's shells holding the chunk's basis functions
+    ao: np.ndarray | None = None
+
+
+class _Pairs:
+    """Eq. 17 on one chunk: which block pairs pass at which grid blocks, which of the operand's
+    tiles take part in the chunk product, and the (grid block, pair) triples to correct."""
+
+    def __init__(self, candidate: np.ndarray, passing: np.ndarray):
+        # candidate, passing: (grid block, output tile, input tile); a candidate has both
+        # blocks kept at the grid block (elsewhere the product is zero in the operand)
+        self.executed = int(passing.sum())
+        npass, ncand = passing.sum(axis=0), candidate.sum(axis=0)
+        self.tiles = 2 * npass >= ncand  # in the chunk product: passes at most candidates
+        wrong = candidate & (passing != self.tiles[None])
+        self.g, self.out, self.inp = np.nonzero(wrong)
+        self.sign = np.where(passing[self.g, self.out, self.inp], 1.0, -1.0)
+
+
+def _scaled_tiles(a: np.ndarray, keep: np.ndarray, d: int) -> np.ndarray:
+    """``a`` (m d, n d) with its (m, n) tiles outside ``keep`` set to zero."""
+    m, n = keep.shape
+    return (a.reshape(m, d, n, d) * keep[:, None, :, None]).reshape(m * d, n * d)
+
+
+def _add_tiles(target: np.ndarray, a: np.ndarray, b: np.ndarray, values: np.ndarray) -> None:
+    """target[a[t], :, b[t]] += values[t] for every t, repeated (a, b) included: np.add.at's
+    result, with the repeats summed first and one fancy-index update per distinct (a, b)."""
+    key = a * target.shape[2] + b
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    target[a[order[first]], :, b[order[first]]] += np.add.reduceat(values[order], first, axis=0)
+
+
+def _correct_product(r, left, ao, pairs: _Pairs, d: int) -> None:
+    """r = left @ ao (chunk product): adds sign * left[o, i] ao[i, g] at the corrected triples
+    (g, o, i). ``r``, ``ao``: (rows, comp, points); ``left``: (rows of r, rows of ao)."""
+    if not len(pairs.g):
+        return
+    nout, nin = pairs.tiles.shape
+    ngb = ao.shape[2] // d
+    lt = left.reshape(nout, d, nin, d)[pairs.out, :, pairs.inp, :]  # (T, d, d)
+    a5 = ao.reshape(nin, d, ao.shape[1], ngb, d)
+    at = a5[pairs.inp, :, :, pairs.g, :].reshape(len(pairs.g), d, -1)  # (T, d, comp d)
+    prod = np.matmul(lt * pairs.sign[:, None, None], at)
+    r4 = r.reshape(nout, d * r.shape[1], ngb, d)
+    _add_tiles(r4, pairs.out, pairs.g, prod.reshape(len(prod), -1, d))
 
 
 class CPUBlockEngine:
@@ -59,214 +133,156 @@ class CPUBlockEngine:
         self.mol, self.layout, self.settings, self.deriv = mol, layout, settings, deriv
         self.ncomp = 1 if deriv == 0 else 4
         self.weights = layout.weights
-        lay = layout
-        rows, cols, norms, data = [], [], [], []
-        for g0, g1 in _chunks(lay.ngb, SETUP_BLOCKS):
-            blk = self._ao_tiles(g0, g1)
-            norm = np.abs(blk).max(axis=(2, 3, 4))
-            g, p = np.nonzero(norm >= settings.t_b)  # grid-block major: BCS(C) order
+        lay, d = layout, layout.d
+        self.ao_loc = mol.ao_loc_nr()
+        rows, cols = [], []
+        self.chunks: list[Chunk] = []
+        cache = settings.ao_cache != "never"
+        cached_bytes = 0.0
+        everything = np.arange(lay.nbb)
+        for g0, g1 in _ranges(lay.ngb, CHUNK_BLOCKS):
+            ao = self._evaluate(g0, g1, everything)
+            norm = np.abs(ao.reshape(lay.nbb, d, self.ncomp, g1 - g0, d)).max(axis=(1, 2, 4)).T
+            kept = norm >= settings.t_b  # (grid block, basis block)
+            g, p = np.nonzero(kept)  # grid-block major: BCS(C) order
             rows.append(p)
             cols.append(g + g0)
-            norms.append(norm[g, p])
-            data.append(blk[g, p])
+            basis = np.flatnonzero(kept.any(axis=0))
+            kept = kept[:, basis]
+            positions = self._positions(basis)
+            shells = shells_holding(self.ao_loc, lay.basis_perm[positions[positions < lay.nao]])
+            chunk = Chunk(g0, g1, basis, kept, np.where(kept, norm[:, basis], 0.0), shells)
+            if cache:
+                chunk.ao = self._masked(ao[positions], chunk)
+                cached_bytes += chunk.ao.nbytes
+                if settings.ao_cache == "auto" and cached_bytes > settings.cpu_cache_mb * 1e6:
+                    cache = False
+                    for c in self.chunks:
+                        c.ao = None
+                    chunk.ao = None
+            self.chunks.append(chunk)
+        self.cached = cache
         self.pattern = BlockPattern.from_blocks(
             lay.nbb, lay.ngb, np.concatenate(rows), np.concatenate(cols)
         )
-        self.phimax = np.concatenate(norms)
-        nbytes = sum(x.nbytes for x in data)
-        cached = settings.ao_cache == "always" or (
-            settings.ao_cache == "auto" and nbytes <= settings.cpu_cache_mb * 1e6
-        )
-        self.data = np.concatenate(data) if cached else None
-        p = self.pattern
-        # key of every BCS(R) entry, ascending: finds a row's grid-block range by bisection
-        self._row_key = np.repeat(np.arange(p.nbr, dtype=np.int64), np.diff(p.row_ptr)) * p.nbc
-        self._row_key += p.col_idx
         self.rotation = forms.CholeskyRotation(np.argsort(lay.basis_perm))
         self.setup_seconds = time.perf_counter() - t0
         self.counts: dict[str, int] = {}
 
     # -- operands ---------------------------------------------------------------------------
-    def _ao_tiles(self, g0: int, g1: int) -> np.ndarray:
-        """AO values of grid blocks [g0, g1) as contiguous (grid block, basis block, comp, d, d)."""
+    def _positions(self, basis: np.ndarray) -> np.ndarray:
+        """Layout positions of the basis functions of the basis blocks ``basis``."""
+        d = self.layout.d
+        return (basis[:, None] * d + np.arange(d)).ravel()
+
+    def _evaluate(self, g0: int, g1: int, basis: np.ndarray, shells=None) -> np.ndarray:
+        """AO values of the basis blocks ``basis`` at grid blocks [g0, g1) as (basis function,
+        comp, point), zero on padding; ``shells`` (a mask over the molecule's shells) limits
+        the evaluation to the shells holding them."""
         lay, d = self.layout, self.layout.d
         pts = slice(g0 * d, min(g1 * d, lay.npts))
-        ao = eval_ao_cols(self.mol, lay.coords[pts], self.deriv)
-        full = np.zeros((self.ncomp, lay.nao_pad, (g1 - g0) * d))
-        full[:, : lay.nao, : ao.shape[2]] = ao[:, lay.basis_perm]
-        t = full.reshape(self.ncomp, lay.nbb, d, g1 - g0, d).transpose(3, 1, 0, 2, 4)
-        return np.ascontiguousarray(t)
+        coords = lay.coords[pts]
+        non0tab = None
+        if shells is not None:
+            non0tab = np.tile(shells.astype(np.uint8), (-(-len(coords) // BLKSIZE), 1))
+        ao = eval_ao_cols(self.mol, coords, self.deriv, non0tab)  # (comp, nao, points)
+        positions = self._positions(basis)
+        real = positions < lay.nao
+        out = np.zeros((len(positions), self.ncomp, (g1 - g0) * d))
+        out[real, :, : len(coords)] = ao[:, lay.basis_perm[positions[real]]].transpose(1, 0, 2)
+        return out
 
-    def _chunk_data(self, g0: int, g1: int) -> np.ndarray:
-        b0, b1 = self.pattern.col_ptr[g0], self.pattern.col_ptr[g1]
-        if self.data is not None:
-            return self.data[b0:b1]
-        blk = self._ao_tiles(g0, g1)
-        cols = self.pattern.block_cols()[b0:b1] - g0
-        return blk[cols, self.pattern.row_idx[b0:b1]]
+    def _masked(self, ao: np.ndarray, chunk: Chunk) -> np.ndarray:
+        """``ao`` (the chunk's basis functions, comp, points) with the tiles of blocks a grid
+        block does not keep set to zero."""
+        d, nb, ng = self.layout.d, len(chunk.basis), chunk.g1 - chunk.g0
+        a5 = ao.reshape(nb, d, self.ncomp, ng, d)
+        a5 *= chunk.kept.T[:, None, None, :, None]
+        return ao
 
-    def _rows_in(self, g0: int, g1: int):
-        """For every basis block p: (grid blocks, block numbers) of its BCS(R) row in [g0, g1)."""
-        p = self.pattern
-        base = np.arange(p.nbr, dtype=np.int64) * p.nbc
-        lo = np.searchsorted(self._row_key, base + g0)
-        hi = np.searchsorted(self._row_key, base + g1)
-        return [(p.col_idx[a:b], p.row_blk[a:b]) for a, b in zip(lo, hi)]
+    def _ao(self, chunk: Chunk) -> np.ndarray:
+        if chunk.ao is not None:
+            return chunk.ao
+        ao = self._evaluate(chunk.g0, chunk.g1, chunk.basis, chunk.shells)
+        return self._masked(ao, chunk)
 
-    def _dm_tiles(self, dm: np.ndarray):
+    def _layout_matrix(self, dm: np.ndarray) -> np.ndarray:
         lay = self.layout
-        dmp = np.asarray(dm, dtype=np.float64)[np.ix_(lay.basis_perm, lay.basis_perm)]
-        return tiles(dmp, lay.d), block_maxnorm(dmp, lay.d)
+        out = np.zeros((lay.nao_pad, lay.nao_pad))
+        out[: lay.nao, : lay.nao] = np.asarray(dm, dtype=np.float64)[
+            np.ix_(lay.basis_perm, lay.basis_perm)
+        ]
+        return out
+
+    def _points(self, chunk: Chunk) -> slice:
+        d = self.layout.d
+        return slice(chunk.g0 * d, chunk.g1 * d)
 
     # -- Eq. 4: rho, grad rho, tau from R = D Phi (or C^T Phi) on kept blocks ----------------
     def density(self, dm: np.ndarray, xctype: str, orbitals=None) -> np.ndarray:
         """rho (and grad rho, tau) from R = D Phi, or from R = C^T Phi when ``orbitals``
         (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
-        lay, st, d = self.layout, self.settings, self.layout.d
-        dt, dmax = self._dm_tiles(dm)
+        op = self._density_operand(dm, xctype, orbitals)
+        rho = np.zeros((NVAR[xctype], self.layout.npts_pad))
+        for chunk in self.chunks:
+            rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
+        op.finish()
+        return rho[:, : self.layout.npts]
+
+    def _density_operand(self, dm, xctype: str, orbitals):
+        lay, st = self.layout, self.settings
+        dml = self._layout_matrix(dm)
+        dmax = block_maxnorm(dml, lay.d)
         orb = forms.orbital_operands(orbitals, self.rotation, st, lay, np)
         form = forms.choose(
-            st.density_form, orbitals, np.diff(self.pattern.col_ptr), xctype, d,
+            st.density_form, orbitals, np.diff(self.pattern.col_ptr), xctype, lay.d,
             lambda: float((dmax >= st.t_b).mean()),
             lambda: forms.orbital_fill(orb[1], self.pattern.row_idx, st.t_b, np),
         )  # fmt: skip
         self.counts["density_form"] = form
         if form == "orbitals":
-            return self._density_orbitals(*orb, xctype)
-        rho = np.zeros((NVAR[xctype], lay.ngb, d))
-        # LDA and tau are symmetric in (p, q): half the pairs, off-diagonal ones twice.
-        # The GGA gradient needs R = D Phi for every (p, q) and no derivative products.
-        symmetric = xctype != "GGA"
-        nright = 4 if xctype == "MGGA" else 1
-        executed = 0
-        for g0, g1 in _chunks(lay.ngb):
-            data = self._chunk_data(g0, g1)
-            b0 = self.pattern.col_ptr[g0]
-            rows = self._rows_in(g0, g1)
-            for p, (gp, bp) in enumerate(rows):
-                if len(gp) == 0:
-                    continue
-                # R = D Phi for the kept blocks of row p, summed over q, contracted once
-                r = np.zeros((len(gp), nright, d, d))
-                for q in range(p if symmetric else 0, lay.nbb):
-                    if dmax[p, q] < st.t_b or len(rows[q][0]) == 0:
-                        continue
-                    gq, bq = rows[q]
-                    _, ip, iq = np.intersect1d(gp, gq, assume_unique=True, return_indices=True)
-                    keep = dmax[p, q] * np.maximum(self.phimax[bp[ip]], self.phimax[bq[iq]])
-                    keep = np.flatnonzero(keep >= st.t_d)
-                    if keep.size == 0:
-                        continue
-                    twice = symmetric and q != p
-                    executed += keep.size * (2 if twice else 1)
-                    dpq = 2 * dt[p, q] if twice else dt[p, q]
-                    r[ip[keep]] += np.matmul(dpq, data[bq[iq[keep]] - b0, :nright])
-                self._contract(rho, gp, data[bp - b0], r, xctype)
-        self.counts["density_pairs"] = executed
-        self.counts["density_candidates"] = lay.nbb**2 * lay.ngb
-        return rho.reshape(len(rho), -1)[:, : lay.npts]
+            return _OrbitalDensity(self, orb[0], orb[1], xctype)
+        return _MatrixDensity(self, dml, dmax, xctype)
 
-    def _density_orbitals(self, ct: np.ndarray, cmax: np.ndarray, xctype: str) -> np.ndarray:
-        """rho = sum_i |R_i|^2 with R = C^T Phi over the kept blocks (``ct``, ``cmax``: the
-        C^T tiles and their max-norms); the products the GPU's kd_density_orb executes (tile
-        [o, q] at grid block g when max|C_oq| max|Phi_qg| >= t_d)."""
-        lay, st, d = self.layout, self.settings, self.layout.d
-        nob = len(ct)
-        nr = 1 if xctype == "LDA" else 4  # the gradient needs C^T grad Phi
-        rho = np.zeros((NVAR[xctype], lay.ngb, d))
-        executed = 0
-        chunk = max(1, int(ORBITAL_CHUNK_BYTES // (nr * nob * d * d * 8)))
-        for g0, g1 in _chunks(lay.ngb, chunk):
-            data = self._chunk_data(g0, g1)
-            b0 = self.pattern.col_ptr[g0]
-            r = np.zeros((g1 - g0, nr, nob, d, d))  # (grid block, comp, orbital block, orb, point)
-            for p, (gp, bp) in enumerate(self._rows_in(g0, g1)):
-                if len(gp) == 0:
-                    continue
-                keep = cmax[:, p, None] * self.phimax[bp][None, :] >= st.t_d  # (nob, blocks)
-                executed += int(keep.sum())
-                prod = np.matmul(ct[:, p, None, None], data[None, bp - b0, :nr])
-                r[gp - g0] += (prod * keep[:, :, None, None, None]).transpose(1, 2, 0, 3, 4)
-            r = r.reshape(g1 - g0, nr, nob * d, d)
-            rho[0, g0:g1] = np.einsum("gui,gui->gi", r[:, 0], r[:, 0])
-            if xctype != "LDA":
-                rho[1:4, g0:g1] = 2 * np.einsum("gui,gkui->kgi", r[:, 0], r[:, 1:4])
-            if xctype == "MGGA":
-                rho[4, g0:g1] = 0.5 * np.einsum("gkui,gkui->gi", r[:, 1:4], r[:, 1:4])
-        self.counts["density_pairs"] = executed
-        self.counts["density_candidates"] = nob * lay.nbb * lay.ngb
-        return rho.reshape(len(rho), -1)[:, : lay.npts]
-
-    @staticmethod
-    def _contract(rho, g, left, r, xctype: str):
-        """rho components at the grid blocks ``g`` from basis block p's AO values and R."""
-        rho[0, g] += np.einsum("nui,nui->ni", left[:, 0], r[:, 0])
-        if xctype == "GGA":
-            rho[1:4, g] += 2 * np.einsum("nkui,nui->kni", left[:, 1:4], r[:, 0])
-        elif xctype == "MGGA":
-            grad = np.einsum("nkui,nui->kni", left[:, 1:4], r[:, 0])
-            grad += np.einsum("nui,nkui->kni", left[:, 0], r[:, 1:4])
-            rho[1:4, g] += grad
-            rho[4, g] += 0.5 * np.einsum("nkui,nkui->ni", left[:, 1:4], r[:, 1:4])
-
-    # -- Eq. 5: F = Phi W Phi^T (+ GGA, meta-GGA terms) on kept block pairs, p <= r ----------
+    # -- Eq. 5: F = Phi W Phi^T (+ GGA, meta-GGA terms) on kept block pairs ------------------
     def potential(self, wv: np.ndarray, xctype: str) -> np.ndarray:
-        lay, st, d = self.layout, self.settings, self.layout.d
-        w = np.zeros((wv.shape[0], lay.npts_pad))
-        w[:, : lay.npts] = wv
-        w = w.reshape(len(w), lay.ngb, d)
-        wmax = np.abs(w).max(axis=2)  # per grid block, per component
-        f = np.zeros((lay.nbb, lay.nbb, d, d))
-        executed = 0
-        for g0, g1 in _chunks(lay.ngb):
-            data = self._chunk_data(g0, g1)
-            b0 = self.pattern.col_ptr[g0]
-            cols = self.pattern.block_cols()[b0 : self.pattern.col_ptr[g1]]
-            wb = w[:, cols].transpose(1, 0, 2)[:, :, None, :]  # (block, comp, 1, d)
-            if xctype != "LDA":
-                aow = (data[:, :4] * wb[:, :4]).sum(axis=1)  # A = sum_c wv_c Phi_c
-                amax = np.abs(aow).max(axis=(1, 2))
-            rows = self._rows_in(g0, g1)
-            for p, (gp, bp) in enumerate(rows):
-                if len(gp) == 0:
-                    continue
-                for r in range(p, lay.nbb):
-                    gr, br = rows[r]
-                    if len(gr) == 0:
-                        continue
-                    g, ip, ir = np.intersect1d(gp, gr, assume_unique=True, return_indices=True)
-                    if g.size == 0:
-                        continue
-                    lp, lr = bp[ip] - b0, br[ir] - b0
-                    if xctype == "LDA":
-                        bound = self.phimax[lp + b0] * self.phimax[lr + b0] * wmax[0, g]
-                    else:
-                        bound = self.phimax[lp + b0] * amax[lr] + amax[lp] * self.phimax[lr + b0]
-                        if xctype == "MGGA":
-                            bound += self.phimax[lp + b0] * self.phimax[lr + b0] * wmax[4, g]
-                    keep = np.flatnonzero(bound >= st.t_d)
-                    if keep.size == 0:
-                        continue
-                    executed += keep.size * (2 if r != p else 1)
-                    lp, lr = lp[keep], lr[keep]
-                    if xctype == "LDA":
-                        left = [data[lp, 0]]
-                        right = [data[lr, 0] * wb[lr, 0]]
-                    else:
-                        left = [data[lp, 0], aow[lp]]
-                        right = [aow[lr], data[lr, 0]]
-                        if xctype == "MGGA":
-                            left += [data[lp, k] for k in (1, 2, 3)]
-                            right += [data[lr, k] * wb[lr, 4] for k in (1, 2, 3)]
-                    f[p, r] += sum(sum_nt(a, b) for a, b in zip(left, right))
-        self.counts["potential_pairs"] = executed
-        self.counts["potential_candidates"] = lay.nbb**2 * lay.ngb
-        iu = np.triu_indices(lay.nbb, 1)
-        f[iu[1], iu[0]] = f[iu].transpose(0, 2, 1)
-        full = f.transpose(0, 2, 1, 3).reshape(lay.nao_pad, lay.nao_pad)[: lay.nao, : lay.nao]
-        out = np.empty_like(full)
-        out[np.ix_(lay.basis_perm, lay.basis_perm)] = full
-        return out
+        pot = _Potential(self, xctype)
+        w = np.zeros((wv.shape[0], self.layout.npts_pad))
+        w[:, : self.layout.npts] = wv
+        for chunk in self.chunks:
+            pot.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
+        return pot.result()
+
+    # -- both, batch by batch ---------------------------------------------------------------
+    def xc_pass(self, densities: list, xctype: str, xc) -> list:
+        """``integrate.xc_pass``: with the AO values cached, the whole grid at once; otherwise
+        densities, ``xc`` and potentials batch by batch, so that a batch's AO values are made
+        once per call instead of once for the densities and again for the potentials."""
+        if self.cached:
+            return integrate.whole_grid_pass(self, densities, xctype, xc)
+        lay = self.layout
+        ops = [self._density_operand(dm, xctype, orbitals) for dm, orbitals in densities]
+        pots = []
+        per_chunk = CHUNK_BLOCKS * lay.d * lay.nao * self.ncomp * 8
+        size = max(1, int(BATCH_BYTES // per_chunk))
+        for c0, c1 in _ranges(len(self.chunks), size):
+            batch = self.chunks[c0:c1]
+            aos = [self._ao(chunk) for chunk in batch]
+            p0, p1 = batch[0].g0 * lay.d, min(batch[-1].g1 * lay.d, lay.npts)
+            rhos = [
+                np.concatenate([op.chunk(c, a) for c, a in zip(batch, aos)], axis=1) for op in ops
+            ]
+            wvs = xc(slice(p0, p1), [rho[:, : p1 - p0] for rho in rhos])
+            pots = pots or [_Potential(self, xctype) for _ in wvs]
+            for pot, wv in zip(pots, wvs):
+                w = np.zeros((wv.shape[0], batch[-1].g1 * lay.d - p0))
+                w[:, : p1 - p0] = wv
+                for chunk, ao in zip(batch, aos):
+                    a = (chunk.g0 * lay.d) - p0
+                    pot.chunk(chunk, ao, w[:, a : a + (chunk.g1 - chunk.g0) * lay.d])
+        for op in ops:
+            op.finish()
+        return [pot.result() for pot in pots]
 
     def stats(self) -> dict:
         p = self.pattern
@@ -277,10 +293,183 @@ class CPUBlockEngine:
             "grid_blocks": p.nbc,
             "retained_blocks": p.nblk,
             "retained_fraction": p.retained_fraction(),
-            "ao_cached": self.data is not None,
+            "ao_cached": self.cached,
             "setup_seconds": self.setup_seconds,
         }
         return out | pair_fractions(self.counts)
+
+
+class _MatrixDensity:
+    """R_k = D grad_k(Phi) per chunk (k = 0: Phi): rho = sum Phi R_0, grad rho = 2 sum
+    grad(Phi) R_0, tau = 1/2 sum_k grad_k(Phi) R_k; the D tile of a pair passes where
+    max|D_pq| >= t_b and Eq. 17 holds."""
+
+    def __init__(self, eng: CPUBlockEngine, dml: np.ndarray, dmax: np.ndarray, xctype: str):
+        self.eng, self.dml, self.dmax, self.xctype = eng, dml, dmax, xctype
+        self.nright = 4 if xctype == "MGGA" else 1
+        self.executed = 0
+
+    def chunk(self, chunk: Chunk, ao: np.ndarray) -> np.ndarray:
+        eng, d, st = self.eng, self.eng.layout.d, self.eng.settings
+        b = chunk.basis
+        dmax = self.dmax[np.ix_(b, b)]
+        ph = chunk.phimax
+        candidate = chunk.kept[:, :, None] & chunk.kept[:, None, :]
+        bound = dmax[None] * np.maximum(ph[:, :, None], ph[:, None, :])
+        pairs = _Pairs(candidate, candidate & (dmax >= st.t_b)[None] & (bound >= st.t_d))
+        self.executed += pairs.executed
+        pos = eng._positions(b)
+        sub = self.dml[np.ix_(pos, pos)]
+        right = ao[:, : self.nright]
+        r = (_scaled_tiles(sub, pairs.tiles, d) @ right.reshape(len(pos), -1)).reshape(right.shape)
+        _correct_product(r, sub, right, pairs, d)
+        return _contract(ao, r, self.xctype)
+
+    def finish(self) -> None:
+        lay = self.eng.layout
+        self.eng.counts["density_pairs"] = self.executed
+        self.eng.counts["density_candidates"] = lay.nbb**2 * lay.ngb
+
+
+class _OrbitalDensity:
+    """R = C^T Phi per chunk (C sqrt(n) of D): rho = sum_i R_i^2 and its derivatives; the
+    C^T tile [o, q] passes at a grid block keeping q when max|C_oq| max|Phi_qg| >= t_d (the
+    products the GPU's kd_density_orb executes)."""
+
+    def __init__(self, eng: CPUBlockEngine, ct: np.ndarray, cmax: np.ndarray, xctype: str):
+        d = eng.layout.d
+        self.eng, self.cmax, self.xctype = eng, cmax, xctype
+        self.nob = len(ct)
+        self.ctl = ct.transpose(0, 2, 1, 3).reshape(self.nob * d, -1)  # C^T in layout order
+        self.nright = 1 if xctype == "LDA" else 4  # the gradient needs C^T grad Phi
+        self.executed = 0
+
+    def chunk(self, chunk: Chunk, ao: np.ndarray) -> np.ndarray:
+        eng, d, st = self.eng, self.eng.layout.d, self.eng.settings
+        b = chunk.basis
+        shape = (chunk.g1 - chunk.g0, self.nob, len(b))
+        candidate = np.broadcast_to(chunk.kept[:, None, :], shape)
+        passing = candidate & (self.cmax[None, :, b] * chunk.phimax[:, None, :] >= st.t_d)
+        pairs = _Pairs(candidate, passing)
+        self.executed += pairs.executed
+        sub = self.ctl[:, eng._positions(b)]
+        right = ao[:, : self.nright]
+        r = _scaled_tiles(sub, pairs.tiles, d) @ right.reshape(len(sub.T), -1)
+        r = r.reshape(len(sub), self.nright, -1)
+        _correct_product(r, sub, right, pairs, d)
+        rho = np.empty((NVAR[self.xctype], r.shape[2]))
+        rho[0] = np.einsum("ip,ip->p", r[:, 0], r[:, 0])
+        if self.xctype != "LDA":
+            rho[1:4] = 2 * np.einsum("ip,ikp->kp", r[:, 0], r[:, 1:4])
+        if self.xctype == "MGGA":
+            rho[4] = 0.5 * np.einsum("ikp,ikp->p", r[:, 1:4], r[:, 1:4])
+        return rho
+
+    def finish(self) -> None:
+        lay = self.eng.layout
+        self.eng.counts["density_pairs"] = self.executed
+        self.eng.counts["density_candidates"] = self.nob * lay.nbb * lay.ngb
+
+
+def _contract(ao: np.ndarray, r: np.ndarray, xctype: str) -> np.ndarray:
+    """rho (and grad rho, tau) at the chunk's points from its AO values and R = D Phi."""
+    rho = np.empty((NVAR[xctype], ao.shape[2]))
+    rho[0] = np.einsum("ip,ip->p", ao[:, 0], r[:, 0])
+    if xctype != "LDA":
+        rho[1:4] = 2 * np.einsum("ikp,ip->kp", ao[:, 1:4], r[:, 0])
+    if xctype == "MGGA":
+        rho[4] = 0.5 * np.einsum("ikp,ikp->p", ao[:, 1:4], r[:, 1:4])
+    return rho
+
+
+class _Potential:
+    """F accumulated chunk by chunk as G + G^T (the GGA density term was halved for it):
+    G = Phi_0 A^T (GGA, meta-GGA; A = sum_c wv_c Phi_c) plus the symmetric term
+    S = sum_k X_k W X_k^T (LDA: X = Phi, W = wv_0; meta-GGA: X = grad Phi, W = wv_tau) as its
+    upper block triangle with halved diagonal tiles, which takes about 5/8 of S's products in
+    four block-row groups. The output tiles follow Eq. 17's pair decisions; at the end, the
+    basis order goes back to PySCF's."""
+
+    def __init__(self, eng: CPUBlockEngine, xctype: str):
+        self.eng, self.xctype = eng, xctype
+        self.f = np.zeros((eng.layout.nao_pad, eng.layout.nao_pad))
+        self.executed = 0
+
+    def chunk(self, chunk: Chunk, ao: np.ndarray, w: np.ndarray) -> None:
+        """``w``: the weighted potentials (rows of ``integrate``) at the chunk's points."""
+        eng, d, st = self.eng, self.eng.layout.d, self.eng.settings
+        ng, nb = chunk.g1 - chunk.g0, len(chunk.basis)
+        n = nb * d
+        wmax = np.abs(w).reshape(len(w), ng, d).max(axis=2)  # (component, grid block)
+        ph = chunk.phimax
+        both = ph[:, :, None] * ph[:, None, :]
+        aow = None
+        if self.xctype == "LDA":
+            bound = both * wmax[0][:, None, None]
+        else:
+            aow = np.einsum("ikp,kp->ip", ao[:, :4], w[:4])  # A = sum_c wv_c Phi_c
+            amax = np.abs(aow).reshape(nb, d, ng, d).max(axis=(1, 3)).T
+            bound = ph[:, :, None] * amax[:, None, :] + amax[:, :, None] * ph[:, None, :]
+            if self.xctype == "MGGA":
+                bound += both * wmax[4][:, None, None]
+        candidate = chunk.kept[:, :, None] & chunk.kept[:, None, :]
+        passing = candidate & (bound >= st.t_d)
+        alive = passing.any(axis=2)  # (grid block, basis block): one of its pairs passes
+        if (chunk.kept & ~alive).any():
+            # a block whose pairs all fail at a grid block leaves the products there: no
+            # corrections for them
+            keep = alive.T[:, None, :, None]  # (basis block, 1, grid block, 1)
+            ao = (ao.reshape(nb, d, -1, ng, d) * keep[:, :, None]).reshape(ao.shape)
+            if aow is not None:
+                aow = (aow.reshape(nb, d, ng, d) * keep).reshape(aow.shape)
+            candidate = alive[:, :, None] & alive[:, None, :]
+        pairs = _Pairs(candidate, passing)
+        self.executed += pairs.executed
+        f = ao[:, 0] @ aow.T if aow is not None else np.zeros((n, n))
+        sym = _SYMMETRIC.get(self.xctype)
+        if sym is not None:
+            comps, row = sym
+            x = ao[:, comps].reshape(n, -1)
+            y = (ao[:, comps] * w[row]).reshape(n, -1)
+            u = np.zeros((n, n))
+            edges = np.linspace(0, nb, min(SYMMETRIC_GROUPS, nb) + 1).astype(int) * d
+            for a, b in zip(edges[:-1], edges[1:]):
+                u[a:b, a:] = x[a:b] @ y[a:].T
+            # the groups' squares on the diagonal gave lower tiles too: keep p < r whole and
+            # half of each diagonal tile, so that S = U + U^T
+            f += _scaled_tiles(u, np.triu(np.ones((nb, nb)), 1) + 0.5 * np.eye(nb), d)
+        f = _scaled_tiles(f, pairs.tiles, d)
+        if len(pairs.g):
+            self._correct(f, pairs, ao, aow, w, nb, ng)
+        pos = eng._positions(chunk.basis)
+        self.f[np.ix_(pos, pos)] += f
+
+    def _correct(self, f, pairs: _Pairs, ao, aow, w, nb: int, ng: int) -> None:
+        """Adds or takes away G's tile product of each corrected (grid block, pair): Phi_0,p
+        A_r^T and half of X_p W X_r^T, so that G + G^T gains the pair's whole term."""
+        d = self.eng.layout.d
+        g, o, i = pairs.g, pairs.out, pairs.inp
+        ao5 = ao.reshape(nb, d, ao.shape[1], ng, d)
+        used = slice(0, 4) if self.xctype == "MGGA" else slice(0, 1)
+        left, right = ao5[o, :, used, g], ao5[i, :, used, g]  # (triple, function, comp, point)
+        sym = _SYMMETRIC.get(self.xctype)
+        if sym is not None:
+            comps, row = sym
+            left[:, :, comps] *= 0.5 * w[row].reshape(ng, d)[g][:, None, None, :]
+        if aow is not None:
+            right[:, :, 0] = aow.reshape(nb, d, ng, d)[i, :, g]
+        left *= pairs.sign[:, None, None, None]
+        prod = np.matmul(left.reshape(len(g), d, -1), right.reshape(len(g), d, -1).swapaxes(1, 2))
+        _add_tiles(f.reshape(nb, d, nb, d), o, i, prod)
+
+    def result(self) -> np.ndarray:
+        lay = self.eng.layout
+        self.eng.counts["potential_pairs"] = self.executed
+        self.eng.counts["potential_candidates"] = lay.nbb**2 * lay.ngb
+        f = self.f + self.f.T
+        out = np.empty((lay.nao, lay.nao))
+        out[np.ix_(lay.basis_perm, lay.basis_perm)] = f[: lay.nao, : lay.nao]
+        return out
 
 
 class CPUDenseEngine:

@@ -34,6 +34,9 @@ KEEPS_BLOCKS = {
     "potential_tiles",
 }
 _LAPLACIAN_MGGA = ("CC06", "CS", "BR89", "MK00")
+# hermi=1 with a GGA or meta-GGA: max |D - D^T| / max(1, max |D|) up to which D counts as the
+# symmetric matrix the caller declared (the rounding of C n C^T is far below it)
+SYMMETRY_TOL = 1e-12
 
 
 def _is_device_array(a) -> bool:
@@ -206,8 +209,28 @@ class KerneLDIMixin:
         dm = dm.astype(np.float64, copy=False)
         if not bool(abs(dm).max() < np.inf):
             raise DensityMatrixError("density matrix contains NaN or inf")
-        # the engine uses D's symmetry; (D + D^T)/2 gives the same densities
-        return 0.5 * (dm + dm.swapaxes(-1, -2)), device_in
+        return dm, device_in
+
+    @staticmethod
+    def _symmetrized(dm, hermi: int, xctype: str):
+        """(D + D^T)/2, which the engines integrate, where that is PySCF's answer for ``hermi``.
+
+        PySCF's NumInt symmetrizes a real D unless ``hermi == 1``; with ``hermi == 1`` it takes
+        D as given, which for LDA gives the same densities (phi^T D phi) but for GGA and
+        meta-GGA the gradient 2 grad(phi)^T D phi of a non-symmetric D. The engines use D's
+        symmetry, so that case is refused rather than answered differently."""
+        sym = 0.5 * (dm + dm.swapaxes(-1, -2))
+        if hermi != 1 or xctype not in ("GGA", "MGGA"):
+            return sym
+        asym = float(abs(dm - sym).max()) * 2
+        if asym > SYMMETRY_TOL * max(1.0, float(abs(dm).max())):
+            raise DensityMatrixError(
+                f"hermi=1 declares the density matrix symmetric, but max|D - D^T| = {asym:.3g}: "
+                f"PySCF would then take the {xctype} density gradient from D as given "
+                "(2 grad(phi)^T D phi), which this engine does not; pass hermi=0 to integrate "
+                "(D + D^T)/2, as PySCF does for hermi=0"
+            )
+        return sym
 
     def _orbitals(self, dms, dm, spin_halves: bool = False):
         """C sqrt(n) per density matrix (spin-major, as ``dm``) from the tags of ``dms``, or
@@ -227,12 +250,14 @@ class KerneLDIMixin:
     def nr_rks(
         self, mol, grids, xc_code, dms, relativity=0, hermi=1, max_memory=2000, verbose=None
     ):
-        """(nelec, Exc, Vxc) as PySCF's ``NumInt.nr_rks`` returns them."""
+        """(nelec, Exc, Vxc) as PySCF's ``NumInt.nr_rks`` returns them, ``hermi`` as PySCF
+        takes it (``_symmetrized``)."""
         if relativity:
             raise InputError("relativistic XC is not supported")
         xctype = self.checked_xctype(xc_code)
         nao = mol.nao_nr()
         dm, device_in = self._array_in(dms, nao, uks=False)
+        dm = self._symmetrized(dm, hermi, xctype)
         sets = dm.reshape(-1, nao, nao)
         orbitals = self._orbitals(dms, dm) or [None] * len(sets)
         if xctype == "HF":
@@ -254,12 +279,14 @@ class KerneLDIMixin:
     def nr_uks(
         self, mol, grids, xc_code, dms, relativity=0, hermi=1, max_memory=2000, verbose=None
     ):
-        """((nelec_a, nelec_b), Exc, (Vxc_a, Vxc_b)) as PySCF's ``NumInt.nr_uks`` returns them."""
+        """((nelec_a, nelec_b), Exc, (Vxc_a, Vxc_b)) as PySCF's ``NumInt.nr_uks`` returns them,
+        ``hermi`` as PySCF takes it (``_symmetrized``)."""
         if relativity:
             raise InputError("relativistic XC is not supported")
         xctype = self.checked_xctype(xc_code)
         nao = mol.nao_nr()
         dm, device_in = self._array_in(dms, nao, uks=True)
+        dm = self._symmetrized(dm, hermi, xctype)
         closed = dm.ndim == 2
         orbitals = self._orbitals(dms, dm, spin_halves=closed)
         if closed:  # a closed-shell density, split as PySCF does

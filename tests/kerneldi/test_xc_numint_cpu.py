@@ -94,3 +94,23 @@ def test_block_structure_is_built_once_per_geometry_and_grid(get_system):
     assert ni.get_engine(moved, grids, "GGA") is not engine
     stats = ni.stats()
     assert 0 < stats["retained_fraction"] <= 1 and stats["retained_blocks"] > 0
+
+
+@pytest.mark.parametrize("xc", ["lda,vwn", "m062x"])
+def test_ao_values_recomputed_batch_by_batch(xc, get_system, monkeypatch):
+    """Without the AO cache every call evaluates each batch's AO values once (only the shells
+    its kept blocks hold) and runs density, XC and potential on it: the cached result."""
+    from kerneldi import cpu
+
+    mol, grids, dm = get_system(*OPEN[0], charge=1, spin=1)
+    monkeypatch.setattr(cpu, "BATCH_BYTES", 2e6)  # several batches
+    cached = kerneldi.NumInt()
+    again = kerneldi.NumInt(ao_cache="never")
+    for kind, d in (("rks", dm[0] + dm[1]), ("uks", dm)):
+        (n0, e0, v0), (n, e, v) = (
+            getattr(ni, f"nr_{kind}")(mol, grids, xc, d) for ni in (cached, again)
+        )
+        assert np.abs(np.asarray(n) - n0).max() <= 1e-12 and abs(e - e0) <= 1e-12
+        assert np.abs(v - v0).max() <= 1e-13
+    assert cached.stats()["ao_cached"] and not again.stats()["ao_cached"]
+    assert again._engine.chunks[0].ao is None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -40,20 +41,65 @@ from .compiler import (
 )
 
 ENV_DIR = "FUSIONRCG_KERNEL_DIR"
+# where a request's kernel came from: its request key in the library's index (nothing generated),
+# its generated source's binary already in the library (content key), or compiled now
+ORIGINS = ("index", "binary", "built")
 _GENERATOR_PARTS = (
     "angmom.py", "variants.py", "options.py", "graph", "orchestration", "lowering", "library",
 )  # fmt: skip
 
 
-def kernel_dir(directory: str | Path | None = None) -> Path:
+def locate_kernel_dir(directory: str | Path | None = None) -> tuple[Path, str]:
+    """The library directory and what chose it: ``directory`` when given ("argument"), else
+    ``$FUSIONRCG_KERNEL_DIR`` ("environment"), else ``~/.cache/fusionrcg/kernels``
+    ("default"). Nothing is created."""
     if directory is not None:
-        path = Path(directory)
-    elif os.environ.get(ENV_DIR):
-        path = Path(os.environ[ENV_DIR])
-    else:
-        path = Path.home() / ".cache" / "fusionrcg" / "kernels"
+        return Path(directory), "argument"
+    if os.environ.get(ENV_DIR):
+        return Path(os.environ[ENV_DIR]), "environment"
+    return Path.home() / ".cache" / "fusionrcg" / "kernels", "default"
+
+
+def kernel_dir(directory: str | Path | None = None) -> Path:
+    """``locate_kernel_dir``'s directory, created if missing."""
+    path = locate_kernel_dir(directory)[0]
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# a library's files: "<kernel>-<content key>.<suffix>" at its root (sources, binaries, ptxas
+# reports, Tier 2 programs, leftovers of interrupted writes) and "index/<request key>.json"
+_BUILD_FILE = re.compile(r".+-[0-9a-f]{16}\..+")
+_INDEX_FILE = re.compile(r"[0-9a-f]{20}\..+")
+BINARY_SUFFIXES = (".cubin", ".so")
+
+
+def library_files(root: Path) -> dict[str, list[Path]]:
+    """The files of the library at ``root`` by kind: "index" (request entries), "binaries"
+    (cubins, shared libraries) and "other"; files named otherwise are not the library's and
+    are not listed."""
+    files = {"index": [], "binaries": [], "other": []}
+    if (root / "index").is_dir():
+        files["index"] = sorted(
+            f for f in (root / "index").iterdir() if f.is_file() and _INDEX_FILE.fullmatch(f.name)
+        )
+    if root.is_dir():
+        for f in sorted(root.iterdir()):
+            if f.is_file() and _BUILD_FILE.fullmatch(f.name):
+                files["binaries" if f.suffix in BINARY_SUFFIXES else "other"].append(f)
+    return files
+
+
+def clear_library(root: Path) -> int:
+    """Removes the library's files (``library_files``) and its then empty index folder; other
+    files and the folder itself stay. Returns the number of files removed."""
+    files = [f for group in library_files(root).values() for f in group]
+    for f in files:
+        f.unlink(missing_ok=True)
+    index = root / "index"
+    if index.is_dir() and not any(index.iterdir()):
+        index.rmdir()
+    return len(files)
 
 
 @lru_cache(maxsize=1)
@@ -85,8 +131,13 @@ class LibraryKernel:
     program: Phase2Program | None
     flops: Flops
     report: PtxasReport | None
-    cached: bool
     options: KernelOptions
+    origin: str  # one of ORIGINS
+
+    @property
+    def cached(self) -> bool:
+        """Whether the kernel came out of the library rather than a compile of this request."""
+        return self.origin != "built"
 
     @property
     def n_outputs(self) -> int:
@@ -130,7 +181,7 @@ def _content_key(source: str, target: str, arch: str, ptxas_level: int) -> str:
     return hashlib.sha256(f"{source}\n{flags}\n{arch}".encode()).hexdigest()[:16]
 
 
-def _load(entry: Path, cached: bool) -> LibraryKernel:
+def _load(entry: Path, origin: str) -> LibraryKernel:
     """An index entry; its file names are relative to the library root (the index's parent)."""
     root = entry.parent.parent
     info = json.loads(entry.read_text())
@@ -151,8 +202,8 @@ def _load(entry: Path, cached: bool) -> LibraryKernel:
         program=program,
         flops=Flops(**info["flops"]),
         report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
-        cached=cached,
         options=KernelOptions.from_json(info["options"]),
+        origin=origin,
     )
 
 
@@ -350,7 +401,7 @@ def get_kernel(
     index.mkdir(exist_ok=True)
     entry = index / f"{request_key(cls, opts, spherical, epi, target, arch)}.json"
     if entry.exists():
-        return _load(entry, cached=True)
+        return _load(entry, "index")
 
     try:
         plan = opts.plan(cls, spherical)
@@ -399,4 +450,4 @@ def get_kernel(
     for served in tuple(Epilogue) if plan.tier is Tier.BUFFERED else (epi,):
         key = request_key(cls, opts, spherical, served, target, arch)
         _write_atomic(index / f"{key}.json", json.dumps(info, indent=1))
-    return _load(entry, cached=cached)
+    return _load(entry, "binary" if cached else "built")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cpu import eval_ao_cols
+from ..cpu import eval_ao_cols, shells_holding
 from ..errors import BackendUnavailable
 from . import kernels as kd
 
@@ -26,9 +26,7 @@ class AOSubset:
 
 def _subset_rows(ao_loc: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Shells (bool mask over ao_loc's shells) holding the rows ``wanted``, and their rows."""
-    shell_of_row = np.repeat(np.arange(len(ao_loc) - 1), np.diff(ao_loc))
-    mask = np.zeros(len(ao_loc) - 1, dtype=bool)
-    mask[shell_of_row[np.asarray(wanted, dtype=np.int64)]] = True
+    mask = shells_holding(ao_loc, wanted)
     rows = np.concatenate(
         [np.arange(ao_loc[s], ao_loc[s + 1]) for s in np.flatnonzero(mask)] or [np.zeros(0, int)]
     )
