@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from fusionrcg.angmom import QuartetClass
-from fusionrcg.build import library
 from fusionrcg.cli import main
+from fusionrcg.library import store as library
 
 
 def test_graph_json(capsys):
@@ -65,7 +65,7 @@ def test_python_m_fusionrcg():
         [sys.executable, "-m", "fusionrcg", "--help"], capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 0, res.stderr
-    assert "{graph,build,cache}" in res.stdout
+    assert "{graph,build,prebuild,cache}" in res.stdout
     res = subprocess.run(
         [sys.executable, "-m", "fusionrcg", "graph", "--quartet", "9,0,0,0"],
         capture_output=True,
