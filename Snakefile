@@ -2,7 +2,8 @@
 # (KerneLDI), their verification against PySCF and their benchmarks. Every stage computes into
 # results/ (ignored by git); `snakemake publish` copies the reports into the tracked reports/.
 # Where a CUDA GPU with CuPy and nvcc are found (or with --config gpu=true), `all` also runs the
-# GPU stages: the ERI campaign, its verification, the named ablations and the XC benchmark.
+# GPU stages: the ERI campaign, its verification, the named ablations, the XC benchmark and
+# the SCF benchmark of the J/K engine against GPU4PySCF.
 from snakemake.utils import min_version, validate
 
 min_version("8.0")
@@ -20,6 +21,7 @@ include: "workflow/rules/eri_verify.smk"
 include: "workflow/rules/eri_kernels.smk"
 include: "workflow/rules/eri_gpu.smk"
 include: "workflow/rules/xc.smk"
+include: "workflow/rules/jk.smk"
 include: "workflow/rules/records.smk"
 
 
@@ -33,4 +35,5 @@ rule all:
         ERI_GPU_REPORTS,
         ERI_ABLATION_REPORTS,
         XC_REPORTS,
+        JK_REPORTS,
         INDEX,

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from .eri.reporting.gpu_results import bench_keys, verify_keys
 from .records import KINDS, Record, RecordError, discover, file_entries, ordered, write_manifest
+from .scf.records import scf_keys
 from .xc.figures import bench_keys as xc_bench_keys
 
 # the file in which each kind's run records its commit, device, software and command
 # (``qcbench.provenance``)
 DEVICE_FILE = {"eri-bench": "device.json", "eri-verify": "verify_device.json",
-               "xc-bench": "provenance.json"}  # fmt: skip
+               "xc-bench": "provenance.json", "jk-scf": "device.json"}  # fmt: skip
 DEVICE_FIELDS = ("gpu", "compute_capability", "multiprocessors", "sms", "memory_gib",
                  "cuda_driver", "cuda_runtime", "fp64_fma_peak", "dgemm_fp64_tflops")  # fmt: skip
 
@@ -30,7 +31,8 @@ DEVICE_FIELDS = ("gpu", "compute_capability", "multiprocessors", "sms", "memory_
 def measurement_keys(record: Record) -> set:
     """What ``record`` measured, as keys of its kind: two records that share a key measured
     the same thing, and the later one replaces it."""
-    keys = {"eri-bench": bench_keys, "eri-verify": verify_keys, "xc-bench": xc_bench_keys}
+    keys = {"eri-bench": bench_keys, "eri-verify": verify_keys, "xc-bench": xc_bench_keys,
+            "jk-scf": scf_keys}  # fmt: skip
     return keys[record.kind](record)
 
 

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from qcbench.runs import record_run
 from qcbench.scf import report
+
+
+def _run(root: Path, name: str, created: str, rows: list[dict]) -> dict:
+    """A jk-scf record as the pipeline makes it: the bench's rows, its device file, a
+    manifest superseding the records under ``root`` it measures again."""
+    folder = root / "jk-scf" / name
+    folder.mkdir(parents=True)
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    device = {"commit": "abc", "versions": {}, "python": "3.12", "created": created,
+              "gpu": "Test GPU", "command": "python -m qcbench.scf.bench scf"}  # fmt: skip
+    (folder / "device.json").write_text(json.dumps(device))
+    return record_run(folder, "jk-scf", name, name, {}, [root])
 
 
 def _scf_record(molecule: str, basis: str, base: float, ours: float) -> dict:
@@ -30,7 +44,9 @@ def _scf_record(molecule: str, basis: str, base: float, ours: float) -> dict:
 
 
 def test_report_tables_figures_and_goals(tmp_path):
-    records = tmp_path / "records.jsonl"
+    records = tmp_path / "records"
+    first = _run(records, "first", "2026-01-01T10:00:00",
+                 [_scf_record("water_clusters/005", "cc-pvdz", 0.2, 0.4)])  # fmt: skip
     rows = [
         _scf_record("water_clusters/005", "cc-pvdz", 0.2, 0.1),
         _scf_record("water_clusters/006", "cc-pvdz", 0.4, 0.4),
@@ -39,7 +55,8 @@ def test_report_tables_figures_and_goals(tmp_path):
          "method": "rhf", "gpu4pyscf": {"e_tot": -1.0, "cycles": 9},
          "pyscf": {"e_tot": -1.0, "cycles": 9}, "ours": {"e_tot": -1.0 + 2e-11, "cycles": 9}},
     ]  # fmt: skip
-    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    second = _run(records, "second", "2026-01-02T10:00:00", rows)
+    assert second["supersedes"] == [first["id"]]
     out = tmp_path / "report"
     assert report.main(["--records", str(records), "--out", str(out)]) == 0
     for name in ("scf_iterations.md", "jk_builds.csv", "jk_classes.md", "jk_phases.md",
@@ -47,6 +64,8 @@ def test_report_tables_figures_and_goals(tmp_path):
                  "fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png"):  # fmt: skip
         assert (out / name).stat().st_size > 0
     summary = (out / "SUMMARY.md").read_text()
-    assert "cc-pvdz: 1.50x against 1.5x: MET" in summary  # mean of 2.0x and 1.0x
+    # the later record's (H2O)20 row replaces the earlier one: mean of 2.0x and 1.0x
+    assert "cc-pvdz: 1.50x against 1.5x: MET" in summary
     assert "cc-pvqz: 2.00x against 2.5x: NOT MET" in summary
     assert "ours - GPU4PySCF 2.00e-11 Eh" in summary
+    assert "Records: 2026-01-02-second" in summary  # the first one's row was replaced

@@ -13,6 +13,9 @@ holds the run's commit, device, software and first command):
 - ``memory``: one J/K build of a large molecule at its initial-guess density (time, memory).
 - ``host-share``: the host's share of a J/K build: process CPU time with blocking device
   synchronization (the host sleeps while it waits) over the wall time.
+- ``accuracy``: J and K of the engine (``--backend cpu`` or ``gpu``, tight screening) against
+  PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
+  element; ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def median_seconds(run, repeats: int) -> float:
 def _system(spec: str) -> tuple[str, str]:
     """``water_clusters/005:cc-pvdz`` -> (molecule, basis)."""
     name, sep, basis = spec.partition(":")
-    if not sep or not name or not basis:
+    if not sep or not name or not basis or ":" in basis:
         raise SystemExit(f"bad system {spec!r}: expected MOLECULE:BASIS")
     return name, basis
 
@@ -302,7 +305,7 @@ def run_host_share(args, out) -> None:
     for spec in args.systems:
         name, basis = _system(spec)
         mol = load(name, basis)
-        base = _make("rhf", mol, gpu=False)
+        base = _make("rhf", mol, gpu=True)
         base.max_cycle, base.verbose = 4, 0
         base.kernel()  # a mid-SCF density
         engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir)
@@ -321,9 +324,55 @@ def run_host_share(args, out) -> None:
              "wall_s": wall, "host_cpu_s": cpu, "host_share": cpu / wall})  # fmt: skip
 
 
+def _mid_scf_densities(mol) -> dict:
+    """An RHF density after three cycles and UHF's two spin densities after three cycles, from
+    PySCF on the CPU: realistic densities, neither a guess nor converged."""
+    from pyscf import scf
+
+    found = {}
+    for label, mf in (("rhf", scf.RHF(mol)), ("uhf", scf.UHF(mol))):
+        mf.max_cycle, mf.verbose = 3, 0
+        mf.kernel()
+        found[label] = np.asarray(mf.make_rdm1())
+    return found
+
+
+def run_accuracy(args, out) -> None:
+    from pyscf import scf
+
+    import fusionrcg
+
+    for spec in args.systems:
+        name, _, rest = spec.partition(":")
+        basis, _, form = rest.partition(":")
+        if not name or not basis or form not in ("", "cart"):
+            raise SystemExit(f"bad system {spec!r}: expected MOLECULE:BASIS[:cart]")
+        mol = load(name, basis, cart=form == "cart")
+        print(f"{spec}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        engine = fusionrcg.JK(mol, args.backend, tol=args.direct_scf_tol,
+                              kernel_dir=args.kernel_dir)  # fmt: skip
+        setup = time.perf_counter() - start
+        for label, dm in _mid_scf_densities(mol).items():
+            ref_j, ref_k = scf.hf.get_jk(mol, dm, hermi=1)
+            dm_in = dm if args.backend == "cpu" else _cupy().asarray(dm)
+            start = time.perf_counter()
+            vj, vk = engine.get_jk(dm_in)
+            seconds = time.perf_counter() - start
+            vj, vk = (np.asarray(v) if args.backend == "cpu" else v.get() for v in (vj, vk))
+            out({"kind": "accuracy", "molecule": name, "basis": basis, "method": label,
+                 "cartesian": mol.cart, "backend": args.backend, "nao": mol.nao,
+                 "tol": args.direct_scf_tol, "setup_s": setup, "jk_s": seconds,
+                 "max_dj": float(np.abs(vj - ref_j).max()),
+                 "max_dk": float(np.abs(vk - ref_k).max()),
+                 "max_j": float(np.abs(ref_j).max()),
+                 "max_k": float(np.abs(ref_k).max())})  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qcbench.scf.bench", description=__doc__)
-    parser.add_argument("command", choices=("scf", "energies", "memory", "host-share"))
+    commands = ("scf", "energies", "memory", "host-share", "accuracy")
+    parser.add_argument("command", choices=commands)
     parser.add_argument("--systems", nargs="+", required=True, help="MOLECULE:BASIS ...")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--method", default="rhf")
@@ -333,12 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-cycle", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernel-dir", default=None)
+    parser.add_argument("--backend", default="gpu", choices=("cpu", "gpu"),
+                        help="backend of accuracy (the rest run on the GPU)")  # fmt: skip
     args = parser.parse_args(argv)
+    gpu = args.command != "accuracy" or args.backend == "gpu"
     args.out.mkdir(parents=True, exist_ok=True)
     records = args.out / "records.jsonl"
     device = args.out / "device.json"
     if not device.exists():  # the run's provenance (qcbench.runs makes the manifest from it)
-        info = provenance(device=gpu_info(_cupy()), command="python -m qcbench.scf.bench "
+        device_info = gpu_info(_cupy()) if gpu else {}
+        info = provenance(**device_info, command="python -m qcbench.scf.bench "
                           + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
         device.write_text(json.dumps(info, indent=1) + "\n")
 
@@ -349,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
 
     run = {"scf": run_scf, "energies": run_energies, "memory": run_memory,
-           "host-share": run_host_share}[args.command]  # fmt: skip
+           "host-share": run_host_share, "accuracy": run_accuracy}[args.command]  # fmt: skip
     run(args, out)
     return 0
 

@@ -5,7 +5,6 @@ engine's time goes per class, and the checks (energies, J/K agreement, host shar
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import matplotlib
@@ -15,24 +14,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..tables import to_markdown, write_table  # noqa: E402
+from .records import read_jsonl, read_rows  # noqa: E402
 
 # FusionRCG on one A100 against GPU4PySCF (Fig. 10): average speedup per SCF iteration
 PAPER_AVERAGE = {"cc-pvdz": 1.5, "cc-pvtz": 2.0, "cc-pvqz": 2.4}
 # this project's goals on the H200 against GPU4PySCF 1.9.0 (the same order of bases)
 GOALS = {"cc-pvdz": 1.5, "cc-pvtz": 2.0, "cc-pvqz": 2.5}
-
-
-def read_records(paths: list[Path]) -> list[dict]:
-    """Every record of the given records.jsonl files; a later record of the same measurement
-    (kind, molecule, basis, method) replaces an earlier one."""
-    found: dict[tuple, dict] = {}
-    for path in paths:
-        for line in Path(path).read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                key = (row["kind"], row.get("molecule"), row.get("basis"), row.get("method"))
-                found[key] = row
-    return list(found.values())
 
 
 def iteration_table(records: list[dict]) -> pd.DataFrame:
@@ -198,6 +185,27 @@ def average_figure(table: pd.DataFrame, path: Path) -> pd.DataFrame:
     )
 
 
+def accuracy_table(records: list[dict]) -> pd.DataFrame:
+    """J and K against PySCF's get_jk, element by element, per system, density and backend."""
+    rows = [
+        {
+            "molecule": r["molecule"],
+            "basis": r["basis"] + (" (cart)" if r["cartesian"] else ""),
+            "AOs": r["nao"],
+            "density": r["method"],
+            "backend": r["backend"],
+            "tol": r["tol"],
+            "max |dJ|": r["max_dj"],
+            "max |dK|": r["max_dk"],
+            "pass (1e-10)": max(r["max_dj"], r["max_dk"]) <= 1e-10,
+            "J/K s": r["jk_s"],
+        }
+        for r in records
+        if r["kind"] == "accuracy"
+    ]
+    return pd.DataFrame(rows)
+
+
 def checks(records: list[dict]) -> list[str]:
     lines = []
     for r in records:
@@ -225,10 +233,14 @@ def checks(records: list[dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qcbench.scf.report", description=__doc__)
-    parser.add_argument("--records", nargs="+", type=Path, required=True)
+    parser.add_argument("--records", nargs="+", type=Path, required=True,
+                        help="record roots holding jk-scf records")  # fmt: skip
+    parser.add_argument("--rows", nargs="*", type=Path, default=[],
+                        help="rows of runs that are no records (CPU checks)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    records = read_records(args.records)
+    records, sources = read_rows(args.records)
+    records += [row for path in args.rows for row in read_jsonl(path)]
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     iters = iteration_table(records)
@@ -236,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     write_table(jk_table(records), out / "jk_builds.csv", out / "jk_builds.md")
     write_table(class_table(records), out / "jk_classes.csv", out / "jk_classes.md")
     write_table(options_table(records), out / "jk_options.csv", out / "jk_options.md")
+    write_table(accuracy_table(records), out / "jk_accuracy.csv", out / "jk_accuracy.md")
     phases = phase_table(records)
     write_table(phases, out / "jk_phases.csv", out / "jk_phases.md")
     iteration_figure(iters, ["cc-pvdz"], "Time per SCF iteration, cc-pVDZ (Fig. 9a)",
@@ -250,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         met = "MET" if row["ours"] >= row["goal"] else "NOT MET"
         lines.append(f"- {row['basis']}: {row['ours']:.2f}x against {row['goal']}x: {met}")
     lines += ["", "Checks:", "", *checks(records), ""]
+    lines += ["Records: " + (", ".join(sources) if sources else "none"), ""]
     (out / "SUMMARY.md").write_text("\n".join(lines) + "\n")
     return 0
 

@@ -1,0 +1,104 @@
+# J/K for SCF (fusionrcg.JK, fusionrcg.apply). On every machine: J and K of the engine's C++
+# backend against PySCF's get_jk (python -m qcbench.scf.bench accuracy). On a GPU machine
+# (resources gpu=1): the engine's kernels of every class built ahead, then one run of the SCF
+# benchmark against GPU4PySCF in the same process (time per SCF iteration, J/K builds at mid-SCF
+# and converged densities, energies, a large build, the host's share), a new jk-scf record. The
+# report (FusionRCG Figs. 9-10, tables, SUMMARY.md) comes from the records in records/ and, on
+# a GPU machine, from that new run.
+JK = config["jk"]
+JK_GPU = JK["gpu"]
+JK_DIR = f"{RESULTS}/jk"
+JK_GPU_RUN = f"{RUNS}/jk-scf/scf"
+JK_FILES = [f"{t}.{ext}" for t in ("scf_iterations", "jk_builds", "jk_classes", "jk_phases",
+                                   "jk_options", "jk_accuracy") for ext in ("csv", "md")]  # fmt: skip
+JK_FILES += ["fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png", "SUMMARY.md"]
+JK_REPORTS = published(*(f"jk/{name}" for name in JK_FILES))
+JK_BENCH = f"{PY} -m qcbench.scf.bench"
+JK_SCF_OPTIONS = (
+    f"--method {JK_GPU['method']} --conv-tol {JK_GPU['conv_tol']}"
+    f" --direct-scf-tol {JK_GPU['direct_scf_tol']} --repeats {JK_GPU['repeats']}"
+)
+
+
+rule jk_accuracy_cpu:
+    """J and K of the engine's C++ backend against PySCF's get_jk at tight screening, RHF and
+    UHF mid-SCF densities, spherical and Cartesian."""
+    output:
+        f"{JK_DIR}/accuracy_cpu/records.jsonl",
+    params:
+        out=f"{JK_DIR}/accuracy_cpu",
+        systems=" ".join(JK["accuracy"]["systems"]),
+    log:
+        f"{RESULTS}/logs/jk/accuracy_cpu.log",
+    shell:
+        "rm -f {output} && {JK_BENCH} accuracy --backend cpu --systems {params.systems}"
+        " --direct-scf-tol {JK[accuracy][tol]} --kernel-dir {KERNELS} --out {params.out}"
+        " > {log} 2>&1"
+
+
+rule jk_kernels:
+    """The J/K engine's CUDA kernels of every class up to l = prebuild_lmax, built ahead so that
+    the benchmark's setup times hold no compilation."""
+    output:
+        touch(f"{JK_DIR}/kernels_sm.done"),
+    threads: GPU_CONFIG["kernel_jobs"]
+    log:
+        f"{RESULTS}/logs/jk/kernels.log",
+    shell:
+        "{PY} -m fusionrcg prebuild --lmax {JK[prebuild_lmax]} --arch {config[eri][kernels][arch]}"
+        " --kernel-dir {KERNELS} --jobs {threads} > {log} 2>&1"
+
+
+rule jk_scf_bench:
+    """The SCF benchmark on the GPU against GPU4PySCF in the same process: a new jk-scf
+    record."""
+    input:
+        f"{JK_DIR}/kernels_sm.done",
+    output:
+        directory(JK_GPU_RUN),
+    params:
+        kind="jk-scf",
+        run="scf",
+        summary="J/K for SCF against GPU4PySCF: time per SCF iteration and J/K builds "
+        "(FusionRCG Figs. 9-10), energies, a large build, the host's share",
+        options=json.dumps(JK_GPU),
+        dz=" ".join(JK_GPU["scf"]),
+        large=" ".join(JK_GPU["scf_large"]["systems"]),
+        energies=" ".join(JK_GPU["energies"]["systems"]),
+        methods=" ".join(JK_GPU["energies"]["methods"]),
+        memory=" ".join(JK_GPU["memory"]),
+        host=" ".join(JK_GPU["host_share"]),
+    resources:
+        gpu=1,
+    log:
+        f"{RESULTS}/logs/jk/scf_bench.log",
+    shell:
+        "({JK_BENCH} energies --systems {params.energies} --methods {params.methods}"
+        " --conv-tol {JK_GPU[energies][conv_tol]} --kernel-dir {KERNELS} --out {output}"
+        " && {JK_BENCH} scf --systems {params.dz} {JK_SCF_OPTIONS} --kernel-dir {KERNELS}"
+        " --out {output}"
+        " && {JK_BENCH} scf --systems {params.large} {JK_SCF_OPTIONS}"
+        " --max-cycle {JK_GPU[scf_large][max_cycle]} --kernel-dir {KERNELS} --out {output}"
+        " && {JK_BENCH} host-share --systems {params.host} --kernel-dir {KERNELS} --out {output}"
+        " && {JK_BENCH} memory --systems {params.memory} --kernel-dir {KERNELS} --out {output}"
+        " && " + RECORD_MANIFEST + ") > {log} 2>&1"
+
+
+rule jk_report:
+    """FusionRCG Figs. 9-10, the J/K tables and SUMMARY.md from the jk-scf records and the CPU
+    accuracy check."""
+    input:
+        tracked_records("jk-scf") + ([JK_GPU_RUN] if GPU else []),
+        cpu=f"{JK_DIR}/accuracy_cpu/records.jsonl",
+    output:
+        report(f"{JK_DIR}/fig9a_ccpvdz.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
+        report(f"{JK_DIR}/fig9b_tz_qz.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
+        report(f"{JK_DIR}/fig10_average.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
+        [f"{JK_DIR}/{name}" for name in JK_FILES if not name.endswith(".png")],
+    params:
+        roots=" ".join(RECORD_ROOTS),
+    log:
+        f"{RESULTS}/logs/jk/report.log",
+    shell:
+        "{PY} -m qcbench.scf.report --records {params.roots} --rows {input.cpu}"
+        " --out {JK_DIR} > {log} 2>&1"
