@@ -51,7 +51,8 @@ rule jk_kernels:
 
 rule jk_scf_bench:
     """The SCF benchmark on the GPU against GPU4PySCF in the same process: a new jk-scf
-    record."""
+    record. Each step runs whatever the one before it did (a failed step is in the log and
+    leaves its rows out); the record is made if any step measured something."""
     input:
         f"{JK_DIR}/kernels_sm.done",
     output:
@@ -73,15 +74,16 @@ rule jk_scf_bench:
     log:
         f"{RESULTS}/logs/jk/scf_bench.log",
     shell:
-        "({JK_BENCH} energies --systems {params.energies} --methods {params.methods}"
-        " --conv-tol {JK_GPU[energies][conv_tol]} --kernel-dir {KERNELS} --out {output}"
-        " && {JK_BENCH} scf --systems {params.dz} {JK_SCF_OPTIONS} --kernel-dir {KERNELS}"
-        " --out {output}"
-        " && {JK_BENCH} scf --systems {params.large} {JK_SCF_OPTIONS}"
-        " --max-cycle {JK_GPU[scf_large][max_cycle]} --kernel-dir {KERNELS} --out {output}"
-        " && {JK_BENCH} host-share --systems {params.host} --kernel-dir {KERNELS} --out {output}"
-        " && {JK_BENCH} memory --systems {params.memory} --kernel-dir {KERNELS} --out {output}"
-        " && " + RECORD_MANIFEST + ") > {log} 2>&1"
+        "(set -x; {JK_BENCH} energies --systems {params.energies} --methods {params.methods}"
+        " --conv-tol {JK_GPU[energies][conv_tol]} --kernel-dir {KERNELS} --out {output};"
+        " {JK_BENCH} scf --systems {params.dz} {JK_SCF_OPTIONS} --engine-options"
+        " --kernel-dir {KERNELS} --out {output};"
+        " {JK_BENCH} scf --systems {params.large} {JK_SCF_OPTIONS}"
+        " --max-cycle {JK_GPU[scf_large][max_cycle]} --repeats {JK_GPU[scf_large][repeats]}"
+        " --kernel-dir {KERNELS} --out {output};"
+        " {JK_BENCH} host-share --systems {params.host} --kernel-dir {KERNELS} --out {output};"
+        " {JK_BENCH} memory --systems {params.memory} --kernel-dir {KERNELS} --out {output};"
+        " test -s {output}/records.jsonl && " + RECORD_MANIFEST + ") > {log} 2>&1"
 
 
 rule jk_report:
