@@ -173,6 +173,31 @@ def test_scf_energies_match_pyscf(water_dz, make, backend):
     assert abs(ours.cycles - ref.cycles) <= 1
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["rhf", "uhf", "b3lyp"])
+def test_gpu4pyscf_scf_objects(water_dz, method, gpu_present):
+    """GPU4PySCF's SCF objects hand over CuPy subclasses (tagged densities) and add the
+    results to CuPy arrays: the engine's results must be CuPy arrays too."""
+    if not gpu_present:
+        pytest.skip("needs a CUDA GPU with CuPy; none here")
+    pytest.importorskip("gpu4pyscf", reason="GPU4PySCF is not installed")
+    from gpu4pyscf import dft as gdft
+    from gpu4pyscf import scf as gscf
+
+    def make():
+        if method == "b3lyp":
+            return gdft.RKS(water_dz, xc="b3lyp")
+        return gscf.RHF(water_dz) if method == "rhf" else gscf.UHF(water_dz)
+
+    ref, ours = make(), fusionrcg.apply(make(), backend="gpu")
+    for mf in (ref, ours):
+        mf.conv_tol = 1e-10
+        mf.kernel()
+    assert ours.converged and ref.converged
+    assert abs(ours.e_tot - ref.e_tot) <= ENERGY_TOL
+    assert abs(ours.cycles - ref.cycles) <= 1
+
+
 def test_second_scf_reuses_the_engine(water_dz):
     mf = fusionrcg.apply(scf.RHF(water_dz), backend="cpu")
     mf.kernel()

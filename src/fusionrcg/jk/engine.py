@@ -10,6 +10,7 @@ of ``pyscf.scf.hf.get_jk``.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -61,7 +62,10 @@ def _cupy_or_none():
 
 
 def _is_cupy(a) -> bool:
-    return type(a).__module__.startswith("cupy")
+    """Whether ``a`` is a CuPy array, subclasses included (GPU4PySCF hands over tagged
+    subclasses defined outside CuPy)."""
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(a, cupy.ndarray)
 
 
 class JK:
