@@ -69,3 +69,19 @@ def test_report_tables_figures_and_goals(tmp_path):
     assert "cc-pvqz: 2.00x against 2.5x: NOT MET" in summary
     assert "ours - GPU4PySCF 2.00e-11 Eh" in summary
     assert "Records: 2026-01-02-second" in summary  # the first one's row was replaced
+
+
+def test_report_without_gpu_records(tmp_path):
+    """A CPU-only machine: no jk-scf record yet, the CPU accuracy rows alone."""
+    rows = tmp_path / "accuracy.jsonl"
+    row = {"kind": "accuracy", "molecule": "water_clusters/002", "basis": "cc-pvdz",
+           "method": "rhf", "cartesian": True, "backend": "cpu", "nao": 25, "tol": 1e-14,
+           "setup_s": 1.0, "jk_s": 0.1, "max_dj": 1e-13, "max_dk": 2e-11, "max_j": 9.0,
+           "max_k": 5.0}  # fmt: skip
+    rows.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "report"
+    assert report.main(["--records", str(tmp_path / "none"), "--rows", str(rows),
+                        "--out", str(out)]) == 0  # fmt: skip
+    assert "(no SCF records)" in (out / "SUMMARY.md").read_text()
+    accuracy = (out / "jk_accuracy.md").read_text()
+    assert "cc-pvdz (cart)" in accuracy and "True" in accuracy

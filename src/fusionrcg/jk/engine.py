@@ -61,6 +61,11 @@ def _cupy_or_none():
         return None
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(exc, cupy.cuda.memory.OutOfMemoryError)
+
+
 def _is_cupy(a) -> bool:
     """Whether ``a`` is a CuPy array, subclasses included (GPU4PySCF hands over tagged
     subclasses defined outside CuPy)."""
@@ -222,9 +227,24 @@ class JK:
 
     def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True):
         """(vj, vk) of ``dm`` ((nao, nao) or (n, nao, nao)), shaped like ``dm``; None for a
-        matrix not asked for. NumPy in, NumPy out; CuPy in, CuPy out."""
+        matrix not asked for. NumPy in, NumPy out; CuPy in, CuPy out. Running out of device
+        memory raises :class:`DeviceError` with the sizes involved."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
+        try:
+            return self._build(dm, hermi, with_j, with_k)
+        except Exception as exc:
+            if not _out_of_memory(exc):
+                raise
+            n = 1 if np.ndim(dm) == 2 else int(np.shape(dm)[0])
+            raise DeviceError(
+                f"out of GPU memory building J/K of {n} density matrices over {self.nao} AOs "
+                f"({self.basis.nao} in the engine's basis): {exc}. Free device memory (e.g. "
+                "cupy.get_default_memory_pool().free_all_blocks()) or build fewer densities "
+                "at once"
+            ) from exc
+
+    def _build(self, dm, hermi: int, with_j: bool, with_k: bool):
         xp = self.arrays.xp
         dms = self._densities(dm, hermi)
         n = dms.shape[0]

@@ -134,7 +134,7 @@ def phase_table(records: list[dict]) -> pd.DataFrame:
 
 def iteration_figure(table: pd.DataFrame, bases: list[str], title: str, path: Path) -> None:
     """Time per iteration of both codes per system (bars) and the speedup (line, right)."""
-    part = table[table["basis"].isin(bases)]
+    part = table[table["basis"].isin(bases)] if not table.empty else table
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     if part.empty:
         ax.text(0.5, 0.5, "no records for " + ", ".join(bases), ha="center", va="center")
@@ -195,8 +195,8 @@ def accuracy_table(records: list[dict]) -> pd.DataFrame:
             "density": r["method"],
             "backend": r["backend"],
             "tol": r["tol"],
-            "max |dJ|": r["max_dj"],
-            "max |dK|": r["max_dk"],
+            "max abs dJ": r["max_dj"],
+            "max abs dK": r["max_dk"],
             "pass (1e-10)": max(r["max_dj"], r["max_dk"]) <= 1e-10,
             "J/K s": r["jk_s"],
         }
