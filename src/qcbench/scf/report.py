@@ -64,8 +64,8 @@ def jk_table(records: list[dict]) -> pd.DataFrame:
                     "GPU4PySCF get_jk s": t["baseline_get_jk_s"],
                     "ours get_jk s": t["ours_s"],
                     "speedup vs faster": best / t["ours_s"],
-                    "max |dJ|": t["max_dj"],
-                    "max |dK|": t["max_dk"],
+                    "max abs dJ": t["max_dj"],
+                    "max abs dK": t["max_dk"],
                 }
             )
     return pd.DataFrame(rows)
