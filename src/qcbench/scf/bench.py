@@ -171,9 +171,16 @@ def engine_profile(engine, dm, peak: float) -> dict:
     return {"phases_s": phases, "classes": classes}
 
 
+def _host(a) -> np.ndarray:
+    """``a`` as a plain NumPy array (CuPy arrays and GPU4PySCF's tagged subclasses copied)."""
+    cupy = sys.modules.get("cupy")
+    return cupy.asnumpy(a) if cupy is not None and isinstance(a, cupy.ndarray) else np.asarray(a)
+
+
 def _max_diff(a, b) -> float:
-    cp = _cupy()
-    return float(cp.abs(cp.asarray(a) - cp.asarray(b)).max())
+    """Largest element difference, on the host, so that neither array's subclass decides
+    the arithmetic."""
+    return float(np.abs(_host(a) - _host(b)).max())
 
 
 def _jk_timings(base, engine, mol, dm, repeats: int) -> dict:
@@ -189,6 +196,7 @@ def _jk_timings(base, engine, mol, dm, repeats: int) -> dict:
     rj, rk = base.get_jk(mol, dm)
     vj, vk = engine.get_jk(dm)
     timings["max_dj"], timings["max_dk"] = _max_diff(vj, rj), _max_diff(vk, rk)
+    timings["max_j"], timings["max_k"] = (float(np.abs(_host(v)).max()) for v in (rj, rk))
     return timings
 
 
@@ -297,11 +305,29 @@ def run_memory(args, out) -> None:
              "finite": bool(cp.isfinite(vj).all() and cp.isfinite(vk).all())})  # fmt: skip
 
 
+def blocking_sync(device: int = 0) -> None:
+    """Make the host sleep rather than spin while it waits for the device, so that its CPU
+    time is the work it does: the primary context's CU_CTX_SCHED_BLOCKING_SYNC flag, set
+    through the CUDA driver before CuPy makes the context (CuPy has no call for it)."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev = ctypes.c_int()
+    for name, call in (
+        ("cuInit", lambda: cuda.cuInit(0)),
+        ("cuDeviceGet", lambda: cuda.cuDeviceGet(ctypes.byref(dev), device)),
+        ("cuDevicePrimaryCtxSetFlags", lambda: cuda.cuDevicePrimaryCtxSetFlags_v2(dev, 0x04)),
+    ):
+        code = call()
+        if code != 0:
+            raise RuntimeError(f"{name} failed with CUDA driver error {code}")
+
+
 def run_host_share(args, out) -> None:
     """Run in a process of its own: blocking synchronization is a device flag set before the
     context exists."""
+    blocking_sync()
     cp = _cupy()
-    cp.cuda.runtime.setDeviceFlags(0x04)  # cudaDeviceScheduleBlockingSync
     import fusionrcg
 
     for spec in args.systems:
