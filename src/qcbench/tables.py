@@ -20,11 +20,10 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
     """A GitHub table without the optional ``tabulate`` dependency."""
 
     def cell(v) -> str:
-        if isinstance(v, float):
-            return format(v, floatfmt)
-        return str(v)
+        # a pipe inside a cell (the quartet class "(1,0|1,0)") would end the cell
+        return (format(v, floatfmt) if isinstance(v, float) else str(v)).replace("|", "\\|")
 
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    head = "| " + " | ".join(cell(c) for c in df.columns) + " |"
     rule = "| " + " | ".join("---" for _ in df.columns) + " |"
     rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join([head, rule, *rows])

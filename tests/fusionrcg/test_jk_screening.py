@@ -29,7 +29,13 @@ def _item_set(pairs) -> dict:
     return {k: sorted(v) for k, v in found.items()}
 
 
-@pytest.mark.parametrize("with_j, with_k", [(True, True), (False, True), (True, False)])
+# J and K together in the default run; the J-only and K-only screens (each a C++ build and
+# run of the emulated kernel) with the slow tests
+@pytest.mark.parametrize(
+    "with_j, with_k",
+    [(True, True), pytest.param(False, True, marks=pytest.mark.slow),
+     pytest.param(True, False, marks=pytest.mark.slow)],
+)  # fmt: skip
 def test_device_screening_kernel_makes_the_host_screeners_items(with_j, with_k):
     """Two waters 8 Angstrom apart: the exchange blocks between them decide many quartets."""
     mol = gto.M(

@@ -85,3 +85,12 @@ def test_report_without_gpu_records(tmp_path):
     assert "(no SCF records)" in (out / "SUMMARY.md").read_text()
     accuracy = (out / "jk_accuracy.md").read_text()
     assert "cc-pvdz (cart)" in accuracy and "True" in accuracy
+
+
+def test_markdown_cells_keep_their_pipes():
+    import pandas as pd
+
+    from qcbench.tables import to_markdown
+
+    table = to_markdown(pd.DataFrame({"class": ["(1,0|1,0)"], "s": [0.5]}))
+    assert table.splitlines()[2] == "| (1,0\\|1,0) | 0.5 |"
