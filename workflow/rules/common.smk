@@ -50,7 +50,7 @@ if not NVCC:
     )
 elif not GPU:
     print(
-        "no CUDA GPU with CuPy found: the GPU stages (campaign, ablations, XC bench) are left "
+        "no CUDA GPU with CuPy found: the GPU stages (campaign, ablations, XC and SCF benchmarks) are left "
         "out of `all`; the GPU reports are made from the records in records/ "
         "(--config gpu=true forces the GPU stages)",
         file=sys.stderr,
