@@ -13,13 +13,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-PACKAGES = ("fusionrcg", "kerneldi", "qcbench", "qctoolchain")
+PACKAGES = ("fusionrcg", "kerneldi", "qcbench", "qcscf", "qctoolchain")
 # what each package may import of the others (and nothing of the pipeline under workflow/)
 ALLOWED = {
     "qctoolchain": set(),
     "fusionrcg": {"qctoolchain"},
     "kerneldi": {"qctoolchain"},
-    "qcbench": {"fusionrcg", "kerneldi", "qctoolchain"},
+    "qcscf": {"fusionrcg", "kerneldi"},
+    "qcbench": {"fusionrcg", "kerneldi", "qcscf", "qctoolchain"},
 }
 # import names of the distributions whose names differ from them
 IMPORT_NAMES = {
@@ -109,7 +110,8 @@ def third_party(files) -> set[str]:
         ("fusionrcg", ("", "gpu")),
         ("kerneldi", ("", "gpu")),
         ("qctoolchain", ("", "gpu")),
-        ("qcbench", ("bench", "gpu")),
+        ("qcscf", ("md", "gpu")),
+        ("qcbench", ("bench", "md", "gpu")),
     ],
 )
 def test_packages_import_only_declared_dependencies(part, extras):
