@@ -22,6 +22,7 @@ include: "workflow/rules/eri_kernels.smk"
 include: "workflow/rules/eri_gpu.smk"
 include: "workflow/rules/xc.smk"
 include: "workflow/rules/jk.smk"
+include: "workflow/rules/aimd.smk"
 include: "workflow/rules/records.smk"
 
 
@@ -36,4 +37,5 @@ rule all:
         ERI_ABLATION_REPORTS,
         XC_REPORTS,
         JK_REPORTS,
+        AIMD_REPORTS,
         INDEX,

@@ -1,0 +1,33 @@
+"""``python -m qcbench.md``: a short run of each engine choice and the report over them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from qcbench import md
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+
+
+def test_runs_and_report(tmp_path):
+    runs = []
+    for engines in ("ours", "baseline"):
+        out = tmp_path / engines
+        argv = ["run", "--molecule", "water_clusters/002", "--xc", "hf", "--basis", "sto-3g",
+                "--steps", "2", "--engines", engines, "--out", str(out)]  # fmt: skip
+        assert md.main(argv) == 0
+        info = json.loads((out / "run.json").read_text())
+        assert info["settings"]["steps"] == 2 and info["step_s"] > 0
+        runs.append(str(out))
+    table = tmp_path / "t.md"
+    argv = ["report", "--runs", *runs, "--table", str(tmp_path / "t.csv"), "--table-md",
+            str(table), "--figure", str(tmp_path / "f.png")]  # fmt: skip
+    assert md.main(argv) == 0
+    lines = table.read_text().splitlines()
+    assert len(lines) == 4 and "hf/sto-3g" in lines[2]
+    ours, base = (line.split("|") for line in lines[2:])
+    assert ours[12] == base[12]  # the same trajectory: the same energy spread
+    assert (tmp_path / "f.png").stat().st_size > 0
