@@ -48,8 +48,10 @@ class Layout:
         return self.ngb * self.d
 
 
-def make_layout(mol, coords, weights, atom_index, settings: Settings) -> Layout:
-    """Orders of one molecule and grid (host arrays in, host arrays out)."""
+def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm=None) -> Layout:
+    """Orders of one molecule and grid (host arrays in, host arrays out). ``basis_perm``: a
+    basis order to keep (a nearby geometry's, for an MD step) instead of making one; the grid
+    order, cheap beside it, is always made for the grid given."""
     coords = np.asarray(coords, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     if coords.ndim != 2 or coords.shape[1] != 3 or coords.shape[0] != weights.shape[0]:
@@ -70,15 +72,18 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings) -> Layout:
     else:
         grid_perm = kept
     ordered = np.ascontiguousarray(coords[grid_perm])
-    basis_perm = ordering.basis_order(
-        mol,
-        settings.basis_order,
-        settings.leaf_order,
-        settings.optimal_leaf_max,
-        coords=ordered,
-        block_size=settings.block_size,
-        threshold=settings.t_b,
-    )
+    if basis_perm is None:
+        basis_perm = ordering.basis_order(
+            mol,
+            settings.basis_order,
+            settings.leaf_order,
+            settings.optimal_leaf_max,
+            coords=ordered,
+            block_size=settings.block_size,
+            threshold=settings.t_b,
+        )
+    elif sorted(basis_perm) != list(range(mol.nao_nr())):
+        raise GridError(f"basis_perm is not a permutation of the molecule's {mol.nao_nr()} AOs")
     return Layout(
         d=settings.block_size,
         nao=mol.nao_nr(),

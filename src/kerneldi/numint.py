@@ -52,7 +52,7 @@ class KerneLDIMixin:
     """``nr_rks``/``nr_uks`` through a KerneLDI engine; mixed into a PySCF-API NumInt."""
 
     _kerneldi_backend = "cpu"
-    _keys = {"settings", "engine_kind", "layout_seconds"}
+    _keys = {"settings", "engine_kind", "layout_seconds", "orders_reused"}
 
     def __init__(self, settings: Settings | None = None, engine: str = "block", **options):
         super().__init__()
@@ -65,6 +65,7 @@ class KerneLDIMixin:
         self._engine = None
         self._engine_key = None
         self.layout_seconds = 0.0
+        self.orders_reused = False
 
     # -- engine cache -----------------------------------------------------------------------
     def _new_engine(self, mol, layout, xctype: str):
@@ -92,19 +93,38 @@ class KerneLDIMixin:
         )
         eng = self._engine
         if eng is None or self._engine_key != key or eng.deriv < AO_DERIV[xctype]:
+            previous = self._engine.layout if self._engine is not None else None
             self._engine = None  # release the old blocks before building new ones
             t0 = time.perf_counter()
+            basis_perm = self._kept_basis_order(mol, previous)
+            self.orders_reused = basis_perm is not None
             layout = make_layout(
                 mol,
                 _host(coords),
                 _host(weights),
                 None if atm_idx is None else _host(atm_idx),
                 self.settings,
+                basis_perm,
             )
             self.layout_seconds = time.perf_counter() - t0
             eng = self._engine = self._new_engine(mol, layout, xctype)
             self._engine_key = key
+            self._orders_of = (_basis_fingerprint(mol), mol.atom_coords())
         return eng
+
+    def _kept_basis_order(self, mol, previous):
+        """The previous geometry's basis order, where the molecule and basis are the same and
+        every atom moved less than ``settings.reuse_orders_bohr`` (an MD or optimization
+        step: the functions' reach on the grid hardly changes); None otherwise."""
+        limit = self.settings.reuse_orders_bohr
+        if previous is None or limit <= 0 or getattr(self, "_orders_of", None) is None:
+            return None
+        basis, atoms = self._orders_of
+        if basis != _basis_fingerprint(mol) or atoms.shape != mol.atom_coords().shape:
+            return None
+        if np.abs(mol.atom_coords() - atoms).max() >= limit:
+            return None
+        return previous.basis_perm
 
     def reset(self, *args, **kwargs):
         self._engine = None
@@ -117,7 +137,8 @@ class KerneLDIMixin:
         if self._engine is None:
             return {}
         orders = {"basis_order": self.settings.basis_order, "grid_order": self.settings.grid_order}
-        return {"layout_seconds": self.layout_seconds, **orders, **self._engine.stats()}
+        return {"layout_seconds": self.layout_seconds, "orders_reused": self.orders_reused,
+                **orders, **self._engine.stats()}  # fmt: skip
 
     def phase_seconds(self, call) -> dict[str, float]:
         """Seconds per engine phase (AO values, density, potential) of ``call()`` and of the
@@ -331,6 +352,15 @@ def _xp(a):
 
         return cupy
     return np
+
+
+def _basis_fingerprint(mol) -> str:
+    """The molecule without its geometry: atoms, charges, shells and basis exponents."""
+    h = hashlib.sha1()
+    h.update(np.ascontiguousarray(mol._atm[:, :2]).tobytes())
+    h.update(np.ascontiguousarray(mol._bas).tobytes())
+    h.update(str((mol.charge, mol.spin, mol.cart)).encode())
+    return h.hexdigest()
 
 
 def _mol_fingerprint(mol) -> str:

@@ -67,6 +67,9 @@ class Settings:
     # share of free memory the AO block cache may take (GPU), or its limit in MB (CPU)
     gpu_memory_fraction: float = 0.6
     cpu_cache_mb: float = 4000.0
+    # a new geometry of the same molecule whose atoms all moved less than this (Bohr) keeps
+    # the previous basis order (an MD step); 0 orders every geometry anew
+    reuse_orders_bohr: float = 0.5
 
     def __post_init__(self):
         if not isinstance(self.block_size, int) or self.block_size < 1:
@@ -95,6 +98,8 @@ class Settings:
             raise SettingsError("gpu_memory_fraction must be in (0, 0.95]")
         if not self.cpu_cache_mb >= 0:
             raise SettingsError("cpu_cache_mb must be >= 0")
+        if not self.reuse_orders_bohr >= 0:
+            raise SettingsError("reuse_orders_bohr must be >= 0")
 
     def as_dict(self) -> dict:
         return asdict(self)
