@@ -38,16 +38,16 @@ def publish(
     missing = [f for f in files if not (results / f).is_file()]
     if missing:
         raise FileNotFoundError(f"not in {results}: {', '.join(missing)}")
+    # the source tree's state before the copy: the copied reports are the output, not a change
+    # to the tree that made them
+    source = provenance(command=command, platform=platform.platform(), cpus=os.cpu_count())
     entries = []
     for name in sorted(set(files)):
         target = reports / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(results / name, target)
         entries.append({"path": name, "bytes": target.stat().st_size, "sha256": sha256(target)})
-    manifest = provenance(
-        command=command,
-        platform=platform.platform(),
-        cpus=os.cpu_count(),
+    manifest = source | dict(
         records={kind: sorted(r.id for r in discover(record_roots, kind)) for kind in KINDS},
         files=entries,
     )
