@@ -114,6 +114,17 @@ def test_general_contraction_and_f_shells(backend):
     _check(JK(mol, backend=backend, tol=1e-14), mol, _random_density(mol.nao)[0])
 
 
+@pytest.mark.parametrize("basis", ["cc-pvtz", "def2-tzvp"])
+def test_triple_zeta_on_hydrogen(basis, backend):
+    """cc-pVTZ and def2-TZVP in the default run: on hydrogen their shells stop at d, whose classes
+    the cc-pVDZ tests compiled already (the water versions with f and g run as slow tests)."""
+    mol = gto.M(atom="H 0 0 0; H 0 0 0.74; H 1.9 0.3 0; H 1.9 0.3 0.74", basis=basis, verbose=0)
+    dm = scf.RHF(mol).run(max_cycle=3).make_rdm1()
+    engine = JK(mol, backend=backend, tol=1e-14)
+    _check(engine, mol, dm)
+    _check(engine, mol, np.stack([0.6 * dm, 0.4 * dm]))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("basis", ["cc-pvtz", "def2-tzvp", "cc-pvqz"])
 def test_triple_and_quadruple_zeta(get_molecule, basis, backend):
