@@ -41,11 +41,32 @@ def resolve(name: str, root: Path = ROOT) -> Path:
     return path if path.suffix == ".xyz" else path.with_suffix(".xyz")
 
 
+def comment_state(path: str | Path) -> tuple[int | None, int | None]:
+    """``charge=`` and ``multiplicity=`` from an XYZ file's comment line (None where absent)."""
+    lines = Path(path).read_text().splitlines()
+    found: dict[str, int] = {}
+    for word in (lines[1] if len(lines) > 1 else "").replace(";", " ").split():
+        key, sep, value = word.partition("=")
+        if sep and key in ("charge", "multiplicity"):
+            try:
+                found[key] = int(value)
+            except ValueError:
+                raise GeometryError(f"{path}: {key}= must be an integer, got {value!r}") from None
+    return found.get("charge"), found.get("multiplicity")
+
+
 def load(name: str, basis: str, cart: bool = False, root: Path = ROOT, **kwargs):
-    """A built PySCF ``Mole`` (neutral, lowest spin consistent with the electron count)."""
+    """A built PySCF ``Mole``: the charge and multiplicity the file's comment line states
+    (``charge=``, ``multiplicity=``), else neutral with the lowest spin consistent with the
+    electron count; ``charge``/``spin`` keywords override the file."""
     from pyscf import gto
 
-    atoms = read_xyz(resolve(name, root))
+    path = resolve(name, root)
+    atoms = read_xyz(path)
+    charge, multiplicity = comment_state(path)
+    kwargs.setdefault("charge", charge or 0)
     mol = gto.Mole(atom=atoms, basis=basis, cart=cart, unit="Angstrom", verbose=0, **kwargs)
-    mol.spin = sum(gto.charge(a[0]) for a in atoms) % 2
+    if "spin" not in kwargs:
+        electrons = sum(gto.charge(a[0]) for a in atoms) - mol.charge
+        mol.spin = multiplicity - 1 if multiplicity is not None else electrons % 2
     return mol.build()

@@ -10,6 +10,19 @@ def test_reads_project_geometries():
     assert mol.natm == 3 and mol.nelectron == 10
 
 
+def test_comment_line_charge_and_multiplicity(tmp_path):
+    mol = load("proteins/1UAO", "sto-3g")  # chignolin, charge=-2 multiplicity=1
+    assert mol.charge == -2 and mol.spin == 0 and mol.natm == 138
+    path = tmp_path / "oh.xyz"
+    path.write_text("2\nhydroxyl charge=0 multiplicity=2\nO 0 0 0\nH 0 0 0.97\n")
+    mol = load(str(path), "sto-3g", root=tmp_path)
+    assert mol.charge == 0 and mol.spin == 1
+    assert load(str(path), "sto-3g", root=tmp_path, charge=-1, spin=0).nelectron == 10
+    path.write_text("2\ncharge=minus\nO 0 0 0\nH 0 0 0.97\n")
+    with pytest.raises(GeometryError, match="integer"):
+        load(str(path), "sto-3g", root=tmp_path)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -9,8 +9,10 @@ JK = config["jk"]
 JK_GPU = JK["gpu"]
 JK_DIR = f"{RESULTS}/jk"
 JK_GPU_RUN = f"{RUNS}/jk-scf/scf"
+DFT_GPU_RUN = f"{RUNS}/jk-scf/dft"
 JK_FILES = [f"{t}.{ext}" for t in ("scf_iterations", "jk_builds", "jk_classes", "jk_phases",
                                    "jk_options", "jk_accuracy") for ext in ("csv", "md")]  # fmt: skip
+JK_FILES += ["dft_scf.csv", "dft_scf.md", "fig5_dft_scf.png"]
 JK_FILES += ["fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png", "SUMMARY.md"]
 JK_REPORTS = published(*(f"jk/{name}" for name in JK_FILES))
 JK_BENCH = f"{PY} -m qcbench.scf.bench"
@@ -86,16 +88,42 @@ rule jk_scf_bench:
         " test -s {output}/records.jsonl && " + RECORD_MANIFEST + ") > {log} 2>&1"
 
 
+rule dft_scf_bench:
+    """KerneLDI Fig. 5 on the GPU: the whole DFT SCF as GPU4PySCF runs it, with KerneLDI's XC,
+    and with both engines, in one process: a new jk-scf record (run "dft")."""
+    input:
+        f"{JK_DIR}/kernels_sm.done",
+    output:
+        directory(DFT_GPU_RUN),
+    params:
+        kind="jk-scf",
+        run="dft",
+        summary="Whole DFT SCF against GPU4PySCF, XC engine alone and both engines (KerneLDI "
+        "Fig. 5)",
+        options=json.dumps(JK_GPU["dft"]),
+        systems=" ".join(JK_GPU["dft"]["systems"]),
+    resources:
+        gpu=1,
+    log:
+        f"{RESULTS}/logs/jk/dft_bench.log",
+    shell:
+        "({JK_BENCH} dft --systems {params.systems} --xc {JK_GPU[dft][xc]}"
+        " --grid-level {JK_GPU[dft][grid_level]} --conv-tol {JK_GPU[dft][conv_tol]}"
+        " --direct-scf-tol {JK_GPU[direct_scf_tol]} --kernel-dir {KERNELS} --out {output};"
+        " test -s {output}/records.jsonl && " + RECORD_MANIFEST + ") > {log} 2>&1"
+
+
 rule jk_report:
     """FusionRCG Figs. 9-10, the J/K tables and SUMMARY.md from the jk-scf records and the CPU
     accuracy check."""
     input:
-        tracked_records("jk-scf") + ([JK_GPU_RUN] if GPU else []),
+        tracked_records("jk-scf") + ([JK_GPU_RUN, DFT_GPU_RUN] if GPU else []),
         cpu=f"{JK_DIR}/accuracy_cpu/records.jsonl",
     output:
         report(f"{JK_DIR}/fig9a_ccpvdz.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
         report(f"{JK_DIR}/fig9b_tz_qz.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
         report(f"{JK_DIR}/fig10_average.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
+        report(f"{JK_DIR}/fig5_dft_scf.png", caption="../report/jk_scf.rst", category="J/K for SCF"),
         [f"{JK_DIR}/{name}" for name in JK_FILES if not name.endswith(".png")],
     params:
         roots=" ".join(RECORD_ROOTS),

@@ -14,6 +14,10 @@ holds the run's commit, device, software and first command):
 - ``memory``: one J/K build of a large molecule at its initial-guess density (time, memory).
 - ``host-share``: the host's share of a J/K build: process CPU time with blocking device
   synchronization (the host sleeps while it waits) over the wall time.
+- ``dft``: KerneLDI Fig. 5: per system, the whole DFT SCF (``--xc``, ``--grid-level``) three
+  ways in one process: GPU4PySCF as it comes, with KerneLDI's XC only, and with both engines
+  (``qcscf.apply``); wall time, cycles, energies, and the one-time setups (XC layout, J/K
+  engine) reported apart.
 - ``accuracy``: J and K of the engine (``--backend cpu`` or ``gpu``, tight screening) against
   PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
   element; ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
@@ -283,6 +287,43 @@ def run_energies(args, out) -> None:
             out(row)
 
 
+DFT_WAYS = ("gpu4pyscf", "xc only", "both")
+"""KerneLDI Fig. 5's three SCF runs: GPU4PySCF as it comes, its J/K with KerneLDI's XC, and
+both engines."""
+
+
+def _dft_run(args, mol, way: str) -> dict:
+    import kerneldi
+    import qcscf
+
+    mf = _make(args.xc, mol, gpu=True)
+    mf.grids.level = args.grid_level
+    if way == "xc only":
+        mf._numint = kerneldi.NumInt(backend="gpu")
+    elif way == "both":
+        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir)
+    result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
+    if way != "gpu4pyscf":
+        result["xc_layout_s"] = mf._numint.layout_seconds
+    if way == "both":
+        result["jk_setup_s"] = mf.fusion_engine().setup_seconds
+    return result
+
+
+def run_dft(args, out) -> None:
+    for spec in args.systems:
+        name, basis = _system(spec)
+        mol = load(name, basis)
+        print(f"{name} {basis}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
+        row = {"kind": "dft", "molecule": name, "basis": basis, "method": args.xc,
+               "natm": mol.natm, "nao": mol.nao, "grid_level": args.grid_level,
+               "conv_tol": args.conv_tol, "direct_scf_tol": args.direct_scf_tol}  # fmt: skip
+        for way in DFT_WAYS:
+            row[way] = _dft_run(args, mol, way)
+            _cupy().get_default_memory_pool().free_all_blocks()
+        out(row)
+
+
 def run_memory(args, out) -> None:
     import fusionrcg
 
@@ -399,7 +440,7 @@ def run_accuracy(args, out) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qcbench.scf.bench", description=__doc__)
-    commands = ("scf", "energies", "memory", "host-share", "accuracy")
+    commands = ("scf", "energies", "memory", "host-share", "accuracy", "dft")
     parser.add_argument("command", choices=commands)
     parser.add_argument("--systems", nargs="+", required=True, help="MOLECULE:BASIS ...")
     parser.add_argument("--out", required=True, type=Path)
@@ -408,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conv-tol", type=float, default=1e-8)
     parser.add_argument("--direct-scf-tol", type=float, default=1e-13)
     parser.add_argument("--max-cycle", type=int, default=50)
+    parser.add_argument("--xc", default="m062x", help="dft: the functional")
+    parser.add_argument("--grid-level", type=int, default=4, help="dft: the grid level")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernel-dir", default=None)
     parser.add_argument("--engine-options", action="store_true",
@@ -432,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
 
     run = {"scf": run_scf, "energies": run_energies, "memory": run_memory,
-           "host-share": run_host_share, "accuracy": run_accuracy}[args.command]  # fmt: skip
+           "host-share": run_host_share, "accuracy": run_accuracy,
+           "dft": run_dft}[args.command]  # fmt: skip
     run(args, out)
     return 0
 
