@@ -80,15 +80,15 @@ class _Pairs:
     """Eq. 17 on one chunk: which block pairs pass at which grid blocks, which of the operand's
     tiles take part in the chunk product, and the (grid block, pair) triples to correct."""
 
-    def __init__(self, candidate: np.ndarray, passing: np.ndarray):
+    def __init__(self, candidate: np.ndarray, passing: np.ndarray, xp=np):
         # candidate, passing: (grid block, output tile, input tile); a candidate has both
         # blocks kept at the grid block (elsewhere the product is zero in the operand)
         self.executed = int(passing.sum())
         npass, ncand = passing.sum(axis=0), candidate.sum(axis=0)
         self.tiles = 2 * npass >= ncand  # in the chunk product: passes at most candidates
         wrong = candidate & (passing != self.tiles[None])
-        self.g, self.out, self.inp = np.nonzero(wrong)
-        self.sign = np.where(passing[self.g, self.out, self.inp], 1.0, -1.0)
+        self.g, self.out, self.inp = xp.nonzero(wrong)
+        self.sign = xp.where(passing[self.g, self.out, self.inp], 1.0, -1.0)
 
 
 def _scaled_tiles(a: np.ndarray, keep: np.ndarray, d: int) -> np.ndarray:
@@ -483,12 +483,54 @@ class _Potential:
         return out
 
 
-class _Gradient:
-    """V_k = sum_c L_kc R_c^T (``integrate.gradient_operands``) accumulated chunk by chunk.
-    Eq. 17 with the gradient's operands: the pair (p, r) passes at a grid block where
+def gradient_chunk(ao, w, kept, xctype: str, t_d: float, xp) -> tuple:
+    """V_k (3, n, n) of one chunk and the (grid block, pair) products executed (times 3).
+
+    ``ao``: (n = nb d functions, comp, ng d points), zero on tiles not kept; ``w``: the
+    weighted potentials at the points; ``kept``: (ng, nb). Eq. 17 with the gradient's
+    operands: the pair (p, r) passes at a grid block where both are kept and
     max|L_p| max|R_r| >= t_d (maxima over k, c and the block's points), for the three k
-    together; the left operand's rows are grouped (basis block, k, function) so that one
-    product per chunk gives all three and a corrected (grid block, pair) one small product."""
+    together. The left operand's rows are grouped (basis block, k, function): one product per
+    chunk gives all three, one small product per corrected (grid block, pair) (``_Pairs``).
+    ``xp``: NumPy or CuPy."""
+    ng, nb = kept.shape
+    n = ao.shape[0]
+    d = n // nb
+    left, right = gradient_operands(ao, w, xctype, xp)  # (3, n, m, P), (n, m, P)
+    m = right.shape[1]
+    left = left.reshape(3, nb, d, m, ng * d).transpose(1, 0, 2, 3, 4)  # (nb, 3, d, m, P)
+    lmax = xp.abs(left).reshape(nb, 3 * d * m, ng, d).max(axis=(1, 3)).T  # (g, block)
+    rmax = xp.abs(right).reshape(nb, d * m, ng, d).max(axis=(1, 3)).T
+    candidate = kept[:, :, None] & kept[:, None, :]
+    passing = candidate & (lmax[:, :, None] * rmax[:, None, :] >= t_d)
+    pairs = _Pairs(candidate, passing, xp)
+    lrows = xp.ascontiguousarray(left).reshape(3 * n, -1)
+    f = (lrows @ right.reshape(n, -1).T).reshape(nb, 3 * d, nb, d)
+    f *= pairs.tiles[:, None, :, None]
+    if len(pairs.g):
+        g, o, i = pairs.g, pairs.out, pairs.inp
+        lt = left.reshape(nb, 3, d, m, ng, d)[o, :, :, :, g, :]  # (T, 3, d, m, d)
+        rt = right.reshape(nb, d, m, ng, d)[i, :, :, g, :]  # (T, d, m, d)
+        lt = lt.reshape(len(g), 3 * d, m * d) * pairs.sign[:, None, None]
+        prod = xp.matmul(lt, rt.reshape(len(g), d, m * d).swapaxes(1, 2))
+        _add_tiles_any(f, o, i, prod, xp)
+    f = f.reshape(nb, 3, d, n).transpose(1, 0, 2, 3).reshape(3, n, n)
+    return f, 3 * pairs.executed
+
+
+def _add_tiles_any(target, a, b, values, xp) -> None:
+    """``_add_tiles`` for NumPy, CuPy's scatter-add for device arrays."""
+    if xp is np:
+        _add_tiles(target, a, b, values)
+        return
+    import cupyx
+
+    cupyx.scatter_add(target, (a, slice(None), b), values)
+
+
+class _Gradient:
+    """V_k = sum_c L_kc R_c^T (``integrate.gradient_operands``) accumulated chunk by chunk
+    (``gradient_chunk``); at the end, the basis order goes back to PySCF's."""
 
     def __init__(self, eng: CPUBlockEngine, xctype: str):
         self.eng, self.xctype = eng, xctype
@@ -496,29 +538,10 @@ class _Gradient:
         self.executed = 0
 
     def chunk(self, chunk: Chunk, ao: np.ndarray, w: np.ndarray) -> None:
-        eng, d, st = self.eng, self.eng.layout.d, self.eng.settings
-        ng, nb = chunk.g1 - chunk.g0, len(chunk.basis)
-        n = nb * d
-        left, right = gradient_operands(ao, w, self.xctype, np)  # (3, n, m, P), (n, m, P)
-        m = right.shape[1]
-        left = left.reshape(3, nb, d, m, ng * d).transpose(1, 0, 2, 3, 4)  # (nb, 3, d, m, P)
-        lmax = np.abs(left).reshape(nb, 3 * d * m, ng, d).max(axis=(1, 3)).T  # (g, block)
-        rmax = np.abs(right).reshape(nb, d * m, ng, d).max(axis=(1, 3)).T
-        candidate = chunk.kept[:, :, None] & chunk.kept[:, None, :]
-        passing = candidate & (lmax[:, :, None] * rmax[:, None, :] >= st.t_d)
-        pairs = _Pairs(candidate, passing)
-        self.executed += 3 * pairs.executed
-        lrows = np.ascontiguousarray(left).reshape(3 * n, -1)
-        f = (lrows @ right.reshape(n, -1).T).reshape(nb, 3 * d, nb, d)
-        f *= pairs.tiles[:, None, :, None]
-        if len(pairs.g):
-            g, o, i = pairs.g, pairs.out, pairs.inp
-            lt = left.reshape(nb, 3, d, m, ng, d)[o, :, :, :, g, :]  # (T, 3, d, m, d)
-            rt = right.reshape(nb, d, m, ng, d)[i, :, :, g, :]  # (T, d, m, d)
-            lt = lt.reshape(len(g), 3 * d, m * d) * pairs.sign[:, None, None]
-            _add_tiles(f, o, i, np.matmul(lt, rt.reshape(len(g), d, m * d).swapaxes(1, 2)))
+        eng = self.eng
+        f, executed = gradient_chunk(ao, w, chunk.kept, self.xctype, eng.settings.t_d, np)
+        self.executed += executed
         pos = eng._positions(chunk.basis)
-        f = f.reshape(nb, 3, d, n).transpose(1, 0, 2, 3).reshape(3, n, n)
         self.f[:, pos[:, None], pos[None, :]] += f
 
     def result(self) -> np.ndarray:
