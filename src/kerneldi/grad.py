@@ -24,7 +24,6 @@ import functools
 
 import numpy as np
 from pyscf import lib
-from pyscf.grad.rks import grids_response_cc
 
 from . import integrate
 from .errors import DensityMatrixError, FunctionalError, InputError
@@ -79,6 +78,8 @@ def get_vxc(ni, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool = F
         exc1, vs = None, _gradient_matrices(eng, ni, xc_code, xctype, sets, orbitals)
     xp = _xp_of(vs[0])
     vmat = -(vs[0] if spin == 0 else xp.stack(vs))
+    if exc1 is not None:
+        exc1 = ni._array_out(exc1, device_in)
     return exc1, ni._array_out(vmat, device_in)
 
 
@@ -90,7 +91,8 @@ def _full_response(ni, mol, grids, xc_code: str, xctype: str, sets, orbitals):
     basis_perm = ni.basis_order_of(mol)
     exc1 = np.zeros((mol.natm, 3))
     total = None
-    for atm_id, (coords, weight, weight1) in enumerate(grids_response_cc(grids)):
+    for atm_id, (coords, weight, weight1) in enumerate(_grids_response(ni)(grids)):
+        coords, weight, weight1 = _host(coords), _host(weight), _host(weight1)
         layout = make_layout(
             mol, coords, weight, np.full(len(weight), atm_id), ni.settings, basis_perm
         )
@@ -103,6 +105,15 @@ def _full_response(ni, mol, grids, xc_code: str, xctype: str, sets, orbitals):
         exc1 += _weight_response(eng.layout, eps_rho, weight1)
         total = vs if total is None else [t + v for t, v in zip(total, vs)]
     return exc1, total
+
+
+def _grids_response(ni):
+    """PySCF's (host) or GPU4PySCF's (device) per-atom grids and weight derivatives."""
+    if getattr(ni, "_kerneldi_backend", "cpu") == "gpu":
+        from gpu4pyscf.grad.rks import grids_response_cc
+    else:
+        from pyscf.grad.rks import grids_response_cc
+    return grids_response_cc
 
 
 def _weight_response(layout, eps_rho: list, weight1: np.ndarray) -> np.ndarray:
