@@ -226,7 +226,8 @@ class CPUBlockEngine:
         op = self._density_operand(dm, xctype, orbitals)
         rho = np.zeros((NVAR[xctype], self.layout.npts_pad))
         for chunk in self.chunks:
-            rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
+            if len(chunk.basis):  # a chunk that keeps no block has zero density
+                rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
         op.finish()
         return rho[:, : self.layout.npts]
 
@@ -260,7 +261,8 @@ class CPUBlockEngine:
         w = np.zeros((wv.shape[0], self.layout.npts_pad))
         w[:, : self.layout.npts] = wv
         for chunk in self.chunks:
-            acc.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
+            if len(chunk.basis):
+                acc.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
         return acc.result()
 
     # -- both, batch by batch ---------------------------------------------------------------
@@ -281,7 +283,8 @@ class CPUBlockEngine:
             aos = [self._ao(chunk) for chunk in batch]
             p0, p1 = batch[0].g0 * lay.d, min(batch[-1].g1 * lay.d, lay.npts)
             rhos = [
-                np.concatenate([op.chunk(c, a) for c, a in zip(batch, aos)], axis=1) for op in ops
+                np.concatenate([self._chunk_density(op, c, a) for c, a in zip(batch, aos)], axis=1)
+                for op in ops
             ]
             wvs = xc(slice(p0, p1), [rho[:, : p1 - p0] for rho in rhos])
             pots = pots or [_PRODUCTS[product](self, xctype) for _ in wvs]
@@ -289,11 +292,19 @@ class CPUBlockEngine:
                 w = np.zeros((wv.shape[0], batch[-1].g1 * lay.d - p0))
                 w[:, : p1 - p0] = wv
                 for chunk, ao in zip(batch, aos):
+                    if not len(chunk.basis):
+                        continue
                     a = (chunk.g0 * lay.d) - p0
                     pot.chunk(chunk, ao, w[:, a : a + (chunk.g1 - chunk.g0) * lay.d])
         for op in ops:
             op.finish()
         return [pot.result() for pot in pots]
+
+    def _chunk_density(self, op, chunk: Chunk, ao: np.ndarray) -> np.ndarray:
+        """The density rows of one chunk; zero where the chunk keeps no block."""
+        if len(chunk.basis):
+            return op.chunk(chunk, ao)
+        return np.zeros((NVAR[op.xctype], (chunk.g1 - chunk.g0) * self.layout.d))
 
     def stats(self) -> dict:
         p = self.pattern

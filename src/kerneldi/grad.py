@@ -68,9 +68,13 @@ def get_vxc(ni, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool = F
     (exc1_grid None; vmat (3, nao, nao) or (2, 3, nao, nao)), or with ``grid_response`` those
     of their ``get_vxc_full_response`` (exc1_grid (natm, 3), Eh/Bohr)."""
     xctype = ni.checked_xctype(xc_code)
-    if xctype == "HF":
-        raise FunctionalError(f"{xc_code!r} has no XC functional to differentiate")
     sets, orbitals, device_in = _sets(ni, mol, dms, spin, xctype)
+    if xctype == "HF":  # no XC functional: zeros, as PySCF's
+        vmat = np.zeros((3, mol.nao_nr(), mol.nao_nr()) if spin == 0 else (2, 3) + sets[0].shape)
+        exc1 = np.zeros((mol.natm, 3)) if grid_response else None
+        if exc1 is not None:
+            exc1 = ni._array_out(exc1, device_in)
+        return exc1, ni._array_out(vmat, device_in)
     if grid_response:
         exc1, vs = _full_response(ni, mol, grids, xc_code, xctype, sets, orbitals)
     else:
@@ -88,7 +92,7 @@ def _full_response(ni, mol, grids, xc_code: str, xctype: str, sets, orbitals):
     if grids.coords is None:
         grids.build(with_non0tab=True)
     deriv = integrate.AO_DERIV[xctype] + 1
-    basis_perm = ni.basis_order_of(mol)
+    basis_perm = _whole_grid_basis_order(ni, mol, grids)
     exc1 = np.zeros((mol.natm, 3))
     total = None
     for atm_id, (coords, weight, weight1) in enumerate(_grids_response(ni)(grids)):
@@ -96,7 +100,6 @@ def _full_response(ni, mol, grids, xc_code: str, xctype: str, sets, orbitals):
         layout = make_layout(
             mol, coords, weight, np.full(len(weight), atm_id), ni.settings, basis_perm
         )
-        basis_perm = layout.basis_perm  # the first atom's order serves the others
         eng = ni._new_engine(mol, layout, xctype, deriv)
         eps_rho: list = []
         vs = _gradient_matrices(eng, ni, xc_code, xctype, sets, orbitals, eps_rho)
@@ -105,6 +108,17 @@ def _full_response(ni, mol, grids, xc_code: str, xctype: str, sets, orbitals):
         exc1 += _weight_response(eng.layout, eps_rho, weight1)
         total = vs if total is None else [t + v for t, v in zip(total, vs)]
     return exc1, total
+
+
+def _whole_grid_basis_order(ni, mol, grids) -> np.ndarray:
+    """The basis order every atom's engine shares: the energy engine's for this geometry, or
+    one made on the whole grid (orders only: no AO values are evaluated for it)."""
+    basis_perm = ni.basis_order_of(mol)
+    if basis_perm is not None:
+        return basis_perm
+    coords, weights, atm_idx = ni._grid_arrays(mol, grids)
+    atm_idx = None if atm_idx is None else _host(atm_idx)
+    return make_layout(mol, _host(coords), _host(weights), atm_idx, ni.settings).basis_perm
 
 
 def _grids_response(ni):
@@ -204,6 +218,12 @@ def apply_grad(mf_grad):
 
     if not isinstance(mf_grad, rks_grad.Gradients) and not _is_uks_grad(mf_grad):
         raise InputError(f"expected a PySCF RKS or UKS gradient object, got {type(mf_grad)}")
+    if hasattr(mf_grad, "auxbasis_response"):
+        # density fitting: PySCF's get_veff there also carries the auxiliary basis response
+        raise InputError(
+            "density-fitted gradient objects are not supported by kerneldi.apply_grad; "
+            "use the gradient object of an SCF without density fitting"
+        )
     if not isinstance(mf_grad, KerneLDIGradMixin):
         mf_grad.__class__ = _with_kerneldi(type(mf_grad))
     return mf_grad

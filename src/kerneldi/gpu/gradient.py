@@ -140,6 +140,8 @@ class GPUGradientEngine:
         nright = 4 if xctype == "MGGA" else 1
         rho = xp.zeros((NVAR[xctype], lay.npts_pad))
         for chunk in self.chunks:
+            if not len(chunk.basis):  # a chunk that keeps no block has zero density
+                continue
             ao = self._ao(chunk)
             sub = dml[chunk.positions[:, None], chunk.positions[None, :]]
             right = ao[:, :nright]
@@ -156,6 +158,8 @@ class GPUGradientEngine:
         f = xp.zeros((3, lay.nao_pad, lay.nao_pad))
         executed = 0
         for chunk in self.chunks:
+            if not len(chunk.basis):
+                continue
             part, n = gradient_chunk(
                 self._ao(chunk), w[:, self._points(chunk)], chunk.kept, xctype, self.t_d, xp
             )
