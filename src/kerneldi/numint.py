@@ -180,6 +180,10 @@ class KerneLDIMixin:
         return {"layout_seconds": self.layout_seconds, "orders_reused": self.orders_reused,
                 **orders, **self._engine.stats()}  # fmt: skip
 
+    def grad_stats(self) -> dict:
+        """Block counts and pair fractions of the gradient's engine (after a gradient)."""
+        return {} if self._grad_engine is None else self._grad_engine.stats()
+
     def phase_seconds(self, call) -> dict[str, float]:
         """Seconds per engine phase (AO values, density, potential) of ``call()`` and of the
         whole call, timed with device synchronizations around each phase (so slightly slower
