@@ -20,7 +20,6 @@ XCTYPES = ("LDA", "GGA", "MGGA")
 NVAR = {"LDA": 1, "GGA": 4, "MGGA": 5}
 AO_DERIV = {"LDA": 0, "GGA": 1, "MGGA": 1}
 NCOMP = (1, 4, 10)  # AO components PySCF's eval_ao returns for derivative order 0, 1, 2
-PRODUCTS = ("potential", "gradient")
 # rows of d/dr_k d/dr_j phi in PySCF's deriv-2 order (xx, xy, xz, yy, yz, zz at 4..9)
 _D2 = ((4, 5, 6), (5, 7, 8), (6, 8, 9))
 
