@@ -55,6 +55,29 @@ def test_device_engine_on_host_unrestricted_uncached():
     assert np.abs(-np.stack([va, vb]) - v0).max() <= GRAD_TOL
 
 
+class HostDeviceNumInt(kerneldi.CPUNumInt):
+    """PySCF's NumInt whose gradient engines are the device engine on the host device, as
+    ``GPUNumInt`` builds them on a GPU."""
+
+    def _new_engine(self, mol, layout, xctype, deriv=None):
+        if deriv is not None and deriv > integrate.AO_DERIV[xctype]:
+            return GPUGradientEngine(mol, layout, self.settings, deriv, EmulatedDevice())
+        return super()._new_engine(mol, layout, xctype, deriv)
+
+
+@pytest.mark.parametrize("spin,xc", [(0, "pbe"), (1, "svwn")], ids=["rks-pbe", "uks-svwn"])
+def test_device_engine_grid_response_on_host(spin, xc):
+    """The GPU backend's whole gradient path (one device engine per atom's points)."""
+    mol, grids, dm = system(*(CLOSED if spin == 0 else OPEN))
+    module = rks_grad if spin == 0 else uks_grad
+    exc0, v0 = module.get_vxc_full_response(dft.numint.NumInt(), mol, grids, xc, dm)
+    ni = HostDeviceNumInt(block_size=8)
+    exc1, v = ni.get_vxc_grad(mol, grids, xc, dm, spin=spin, grid_response=True)
+    assert ni._grad_engine is None  # only the per-atom engines ran
+    assert np.abs(v - v0).max() <= GRAD_TOL
+    assert np.abs(exc1 - exc0).max() <= GRAD_TOL
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("grid_response", [False, True], ids=["fixed-grid", "grid-response"])
 @pytest.mark.parametrize("xc", ["svwn", "pbe", "m062x"])
