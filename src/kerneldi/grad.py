@@ -70,7 +70,7 @@ def get_vxc(ni, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool = F
     xctype = ni.checked_xctype(xc_code)
     sets, orbitals, device_in = _sets(ni, mol, dms, spin, xctype)
     if xctype == "HF":  # no XC functional: zeros, as PySCF's
-        vmat = np.zeros((3, mol.nao_nr(), mol.nao_nr()) if spin == 0 else (2, 3) + sets[0].shape)
+        vmat = np.zeros(((3,) if spin == 0 else (2, 3)) + sets[0].shape)
         exc1 = np.zeros((mol.natm, 3)) if grid_response else None
         if exc1 is not None:
             exc1 = ni._array_out(exc1, device_in)
@@ -132,8 +132,9 @@ def _grids_response(ni):
 
 def _weight_response(layout, eps_rho: list, weight1: np.ndarray) -> np.ndarray:
     """sum_g eps rho (dw_g/dR_B) per atom B: ``eps_rho`` as ``integrate`` collects it, at the
-    layout's points (``grid_perm`` of the atom's points; points of zero weight are not in the
-    layout, and there dw/dR is zero as well, the Becke partition being zero around them)."""
+    layout's points (``grid_perm`` of the atom's points). Points of zero weight, which the
+    layout leaves out, count with dw/dR = 0: a zero weight comes from a zero quadrature
+    weight, a factor of dw/dR too (Becke's partition vanishes only on another nucleus)."""
     er = np.zeros(layout.npts)
     for points, values in eps_rho:
         er[points] = _host(values)[: len(er[points])]
@@ -145,9 +146,7 @@ def xc_gradient(ni, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool
     2 sum over its functions of vmat_k . D (per spin), plus the grid response if asked."""
     exc1, vmat = get_vxc(ni, mol, grids, xc_code, dms, spin, grid_response)
     vmat = _host(vmat).reshape(-1, 3, mol.nao_nr(), mol.nao_nr())
-    dm = _host(dms).reshape(-1, mol.nao_nr(), mol.nao_nr())
-    if spin == 1 and len(dm) == 1:
-        raise DensityMatrixError("the unrestricted XC gradient takes (2, nao, nao)")
+    dm = _host(dms).reshape(-1, mol.nao_nr(), mol.nao_nr())  # shape checked by get_vxc
     per_ao = 2 * np.einsum("sxij,sij->xi", vmat, dm)
     de = np.zeros((mol.natm, 3))
     for atom, (_, _, p0, p1) in enumerate(mol.aoslice_by_atom()):
