@@ -199,10 +199,10 @@ class BlockPattern:
 
 
 def pair_fractions(counts: dict) -> dict:
-    """Executed over candidate block products of the last density and potential, and the
-    density form that ran (engines' ``counts``)."""
+    """Executed over candidate block products of the last density, potential and gradient,
+    and the density form that ran (engines' ``counts``)."""
     out = {}
-    for kind in ("density", "potential"):
+    for kind in ("density", "potential", "gradient"):
         if f"{kind}_pairs" in counts:
             out[f"{kind}_pair_fraction"] = counts[f"{kind}_pairs"] / counts[f"{kind}_candidates"]
     if "density_form" in counts:

@@ -24,7 +24,7 @@ from pyscf.dft.gen_grid import BLKSIZE
 
 from . import forms, integrate
 from .blocks import BlockPattern, block_maxnorm, pair_fractions
-from .integrate import AO_DERIV, NVAR
+from .integrate import AO_DERIV, NCOMP, NVAR, gradient_operands
 from .layout import Layout
 from .settings import Settings
 
@@ -80,15 +80,15 @@ class _Pairs:
     """Eq. 17 on one chunk: which block pairs pass at which grid blocks, which of the operand's
     tiles take part in the chunk product, and the (grid block, pair) triples to correct."""
 
-    def __init__(self, candidate: np.ndarray, passing: np.ndarray):
+    def __init__(self, candidate: np.ndarray, passing: np.ndarray, xp=np):
         # candidate, passing: (grid block, output tile, input tile); a candidate has both
         # blocks kept at the grid block (elsewhere the product is zero in the operand)
         self.executed = int(passing.sum())
         npass, ncand = passing.sum(axis=0), candidate.sum(axis=0)
         self.tiles = 2 * npass >= ncand  # in the chunk product: passes at most candidates
         wrong = candidate & (passing != self.tiles[None])
-        self.g, self.out, self.inp = np.nonzero(wrong)
-        self.sign = np.where(passing[self.g, self.out, self.inp], 1.0, -1.0)
+        self.g, self.out, self.inp = xp.nonzero(wrong)
+        self.sign = xp.where(passing[self.g, self.out, self.inp], 1.0, -1.0)
 
 
 def _scaled_tiles(a: np.ndarray, keep: np.ndarray, d: int) -> np.ndarray:
@@ -127,11 +127,12 @@ class CPUBlockEngine:
 
     name = "kerneldi-cpu"
     xp = np
+    batched_gradient = True  # xc_pass runs the gradient products batch by batch too
 
     def __init__(self, mol, layout: Layout, settings: Settings, deriv: int):
         t0 = time.perf_counter()
         self.mol, self.layout, self.settings, self.deriv = mol, layout, settings, deriv
-        self.ncomp = 1 if deriv == 0 else 4
+        self.ncomp = NCOMP[deriv]
         self.weights = layout.weights
         lay, d = layout, layout.d
         self.ao_loc = mol.ao_loc_nr()
@@ -225,7 +226,8 @@ class CPUBlockEngine:
         op = self._density_operand(dm, xctype, orbitals)
         rho = np.zeros((NVAR[xctype], self.layout.npts_pad))
         for chunk in self.chunks:
-            rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
+            if len(chunk.basis):  # a chunk that keeps no block has zero density
+                rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
         op.finish()
         return rho[:, : self.layout.npts]
 
@@ -246,20 +248,31 @@ class CPUBlockEngine:
 
     # -- Eq. 5: F = Phi W Phi^T (+ GGA, meta-GGA terms) on kept block pairs ------------------
     def potential(self, wv: np.ndarray, xctype: str) -> np.ndarray:
-        pot = _Potential(self, xctype)
+        return self._products("potential", wv, xctype)
+
+    # -- the XC nuclear gradient: V_k = sum_c L_kc R_c^T on kept block pairs ----------------
+    def gradient(self, wv: np.ndarray, xctype: str) -> np.ndarray:
+        """(3, nao, nao): V_k of ``integrate.gradient_operands`` (PySCF's gradient ``vmat``
+        is -V); the engine must hold AO derivatives one order above the energy's."""
+        return self._products("gradient", wv, xctype)
+
+    def _products(self, product: str, wv: np.ndarray, xctype: str) -> np.ndarray:
+        acc = _PRODUCTS[product](self, xctype)
         w = np.zeros((wv.shape[0], self.layout.npts_pad))
         w[:, : self.layout.npts] = wv
         for chunk in self.chunks:
-            pot.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
-        return pot.result()
+            if len(chunk.basis):
+                acc.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
+        return acc.result()
 
     # -- both, batch by batch ---------------------------------------------------------------
-    def xc_pass(self, densities: list, xctype: str, xc) -> list:
+    def xc_pass(self, densities: list, xctype: str, xc, product: str = "potential") -> list:
         """``integrate.xc_pass``: with the AO values cached, the whole grid at once; otherwise
-        densities, ``xc`` and potentials batch by batch, so that a batch's AO values are made
-        once per call instead of once for the densities and again for the potentials."""
+        densities, ``xc`` and potentials (or gradient matrices) batch by batch, so that a
+        batch's AO values are made once per call instead of once for the densities and again
+        for the products."""
         if self.cached:
-            return integrate.whole_grid_pass(self, densities, xctype, xc)
+            return integrate.whole_grid_pass(self, densities, xctype, xc, product)
         lay = self.layout
         ops = [self._density_operand(dm, xctype, orbitals) for dm, orbitals in densities]
         pots = []
@@ -270,19 +283,28 @@ class CPUBlockEngine:
             aos = [self._ao(chunk) for chunk in batch]
             p0, p1 = batch[0].g0 * lay.d, min(batch[-1].g1 * lay.d, lay.npts)
             rhos = [
-                np.concatenate([op.chunk(c, a) for c, a in zip(batch, aos)], axis=1) for op in ops
+                np.concatenate([self._chunk_density(op, c, a) for c, a in zip(batch, aos)], axis=1)
+                for op in ops
             ]
             wvs = xc(slice(p0, p1), [rho[:, : p1 - p0] for rho in rhos])
-            pots = pots or [_Potential(self, xctype) for _ in wvs]
+            pots = pots or [_PRODUCTS[product](self, xctype) for _ in wvs]
             for pot, wv in zip(pots, wvs):
                 w = np.zeros((wv.shape[0], batch[-1].g1 * lay.d - p0))
                 w[:, : p1 - p0] = wv
                 for chunk, ao in zip(batch, aos):
+                    if not len(chunk.basis):
+                        continue
                     a = (chunk.g0 * lay.d) - p0
                     pot.chunk(chunk, ao, w[:, a : a + (chunk.g1 - chunk.g0) * lay.d])
         for op in ops:
             op.finish()
         return [pot.result() for pot in pots]
+
+    def _chunk_density(self, op, chunk: Chunk, ao: np.ndarray) -> np.ndarray:
+        """The density rows of one chunk; zero where the chunk keeps no block."""
+        if len(chunk.basis):
+            return op.chunk(chunk, ao)
+        return np.zeros((NVAR[op.xctype], (chunk.g1 - chunk.g0) * self.layout.d))
 
     def stats(self) -> dict:
         p = self.pattern
@@ -472,6 +494,80 @@ class _Potential:
         return out
 
 
+def gradient_chunk(ao, w, kept, xctype: str, t_d: float, xp) -> tuple:
+    """V_k (3, n, n) of one chunk and the (grid block, pair) products executed (times 3).
+
+    ``ao``: (n = nb d functions, comp, ng d points), zero on tiles not kept; ``w``: the
+    weighted potentials at the points; ``kept``: (ng, nb). Eq. 17 with the gradient's
+    operands: the pair (p, r) passes at a grid block where both are kept and
+    max|L_p| max|R_r| >= t_d (maxima over k, c and the block's points), for the three k
+    together. The left operand's rows are grouped (basis block, k, function): one product per
+    chunk gives all three, one small product per corrected (grid block, pair) (``_Pairs``).
+    ``xp``: NumPy or CuPy."""
+    ng, nb = kept.shape
+    n = ao.shape[0]
+    d = n // nb
+    left, right = gradient_operands(ao, w, xctype, xp)  # (3, n, m, P), (n, m, P)
+    m = right.shape[1]
+    left = left.reshape(3, nb, d, m, ng * d).transpose(1, 0, 2, 3, 4)  # (nb, 3, d, m, P)
+    lmax = xp.abs(left).reshape(nb, 3 * d * m, ng, d).max(axis=(1, 3)).T  # (g, block)
+    rmax = xp.abs(right).reshape(nb, d * m, ng, d).max(axis=(1, 3)).T
+    candidate = kept[:, :, None] & kept[:, None, :]
+    passing = candidate & (lmax[:, :, None] * rmax[:, None, :] >= t_d)
+    pairs = _Pairs(candidate, passing, xp)
+    lrows = xp.ascontiguousarray(left).reshape(3 * n, -1)
+    f = (lrows @ right.reshape(n, -1).T).reshape(nb, 3 * d, nb, d)
+    f *= pairs.tiles[:, None, :, None]
+    if len(pairs.g):
+        g, o, i = pairs.g, pairs.out, pairs.inp
+        lt = left.reshape(nb, 3, d, m, ng, d)[o, :, :, :, g, :]  # (T, 3, d, m, d)
+        rt = right.reshape(nb, d, m, ng, d)[i, :, :, g, :]  # (T, d, m, d)
+        lt = lt.reshape(len(g), 3 * d, m * d) * pairs.sign[:, None, None]
+        prod = xp.matmul(lt, rt.reshape(len(g), d, m * d).swapaxes(1, 2))
+        _add_tiles_any(f, o, i, prod, xp)
+    f = f.reshape(nb, 3, d, n).transpose(1, 0, 2, 3).reshape(3, n, n)
+    return f, 3 * pairs.executed
+
+
+def _add_tiles_any(target, a, b, values, xp) -> None:
+    """``_add_tiles`` for NumPy, CuPy's scatter-add for device arrays."""
+    if xp is np:
+        _add_tiles(target, a, b, values)
+        return
+    import cupyx
+
+    cupyx.scatter_add(target, (a, slice(None), b), values)
+
+
+class _Gradient:
+    """V_k = sum_c L_kc R_c^T (``integrate.gradient_operands``) accumulated chunk by chunk
+    (``gradient_chunk``); at the end, the basis order goes back to PySCF's."""
+
+    def __init__(self, eng: CPUBlockEngine, xctype: str):
+        self.eng, self.xctype = eng, xctype
+        self.f = np.zeros((3, eng.layout.nao_pad, eng.layout.nao_pad))
+        self.executed = 0
+
+    def chunk(self, chunk: Chunk, ao: np.ndarray, w: np.ndarray) -> None:
+        eng = self.eng
+        f, executed = gradient_chunk(ao, w, chunk.kept, self.xctype, eng.settings.t_d, np)
+        self.executed += executed
+        pos = eng._positions(chunk.basis)
+        self.f[:, pos[:, None], pos[None, :]] += f
+
+    def result(self) -> np.ndarray:
+        lay = self.eng.layout
+        self.eng.counts["gradient_pairs"] = self.executed
+        self.eng.counts["gradient_candidates"] = 3 * lay.nbb**2 * lay.ngb
+        out = np.empty((3, lay.nao, lay.nao))
+        perm = lay.basis_perm
+        out[:, perm[:, None], perm[None, :]] = self.f[:, : lay.nao, : lay.nao]
+        return out
+
+
+_PRODUCTS = {"potential": _Potential, "gradient": _Gradient}
+
+
 class CPUDenseEngine:
     """EXC-OpenBLAS: the same AO values and XC step, dense products through NumPy's BLAS."""
 
@@ -482,7 +578,7 @@ class CPUDenseEngine:
         t0 = time.perf_counter()
         self.mol, self.layout, self.deriv, self.batch = mol, layout, deriv, batch
         self.weights = layout.weights
-        nbytes = (1 if deriv == 0 else 4) * layout.npts * layout.nao * 8
+        nbytes = NCOMP[deriv] * layout.npts * layout.nao * 8
         cache = settings.ao_cache == "always" or (
             settings.ao_cache == "auto" and nbytes <= settings.cpu_cache_mb * 1e6
         )
@@ -527,10 +623,22 @@ class CPUDenseEngine:
                     f += 0.5 * ao[k].T @ (wv[4, i0:i1, None] * ao[k])
         return f if xctype == "LDA" else f + f.T
 
+    def gradient(self, wv: np.ndarray, xctype: str) -> np.ndarray:
+        """(3, nao, nao): V_k = sum_c L_kc R_c^T on every AO (``integrate.gradient_operands``)."""
+        nao = self.layout.nao
+        f = np.zeros((3, nao, nao))
+        for i0, i1, ao in self._batches():
+            left, right = gradient_operands(ao.transpose(2, 0, 1), wv[:, i0:i1], xctype, np)
+            r = right.reshape(nao, -1)
+            for k in range(3):
+                f[k] += left[k].reshape(nao, -1) @ r.T
+        return f
+
     def stats(self) -> dict:
         return {"ao_cached": self.ao is not None, "setup_seconds": self.setup_seconds}
 
 
-def make_engine(kind: str, mol, layout: Layout, settings: Settings, xctype: str):
+def make_engine(kind: str, mol, layout: Layout, settings: Settings, xctype: str, deriv=None):
+    """``deriv``: the AO derivative order to hold, by default the energy's (``AO_DERIV``)."""
     cls = {"block": CPUBlockEngine, "dense": CPUDenseEngine}[kind]
-    return cls(mol, layout, settings, AO_DERIV[xctype])
+    return cls(mol, layout, settings, AO_DERIV[xctype] if deriv is None else deriv)

@@ -53,6 +53,9 @@ class KerneLDIMixin:
 
     _kerneldi_backend = "cpu"
     _keys = {"settings", "engine_kind", "layout_seconds", "orders_reused"}
+    # the gradient's engine: AO derivatives one order above the energy's, same layout rules
+    _grad_engine = None
+    _grad_engine_key = None
 
     def __init__(self, settings: Settings | None = None, engine: str = "block", **options):
         super().__init__()
@@ -68,10 +71,11 @@ class KerneLDIMixin:
         self.orders_reused = False
 
     # -- engine cache -----------------------------------------------------------------------
-    def _new_engine(self, mol, layout, xctype: str):
+    def _new_engine(self, mol, layout, xctype: str, deriv: int | None = None):
+        """An engine holding AO derivatives up to ``deriv`` (default: the energy's order)."""
         from . import cpu
 
-        return cpu.make_engine(self.engine_kind, mol, layout, self.settings, xctype)
+        return cpu.make_engine(self.engine_kind, mol, layout, self.settings, xctype, deriv)
 
     def _grid_arrays(self, mol, grids):
         if grids.coords is None:
@@ -80,10 +84,9 @@ class KerneLDIMixin:
             raise GridError("the grid has no points")
         return grids.coords, grids.weights, getattr(grids, "atm_idx", None)
 
-    def get_engine(self, mol, grids, xctype: str):
-        """The engine of this geometry and grid, built on first use and reused after."""
-        coords, weights, atm_idx = self._grid_arrays(mol, grids)
-        key = (
+    def _engine_key_of(self, mol, grids):
+        coords, weights, _ = self._grid_arrays(mol, grids)
+        return (
             _mol_fingerprint(mol),
             id(coords),
             id(weights),
@@ -91,6 +94,11 @@ class KerneLDIMixin:
             float(weights.sum()),
             float(coords[:: max(1, len(coords) // 97)].sum()),
         )
+
+    def get_engine(self, mol, grids, xctype: str):
+        """The engine of this geometry and grid, built on first use and reused after."""
+        coords, weights, atm_idx = self._grid_arrays(mol, grids)
+        key = self._engine_key_of(mol, grids)
         eng = self._engine
         if eng is None or self._engine_key != key or eng.deriv < AO_DERIV[xctype]:
             previous = self._engine.layout if self._engine is not None else None
@@ -112,6 +120,36 @@ class KerneLDIMixin:
             self._orders_of = (_basis_fingerprint(mol), mol.atom_coords())
         return eng
 
+    def get_grad_engine(self, mol, grids, xctype: str):
+        """The gradient's engine of this geometry and grid (AO derivatives one order above the
+        energy's, the same layout rules and thresholds), built on first use, reused after; it
+        takes the energy engine's basis order where that one is of the same geometry."""
+        key = self._engine_key_of(mol, grids)
+        deriv = AO_DERIV[xctype] + 1
+        eng = self._grad_engine
+        if eng is None or self._grad_engine_key != key or eng.deriv < deriv:
+            self._grad_engine = None
+            coords, weights, atm_idx = self._grid_arrays(mol, grids)
+            layout = make_layout(
+                mol,
+                _host(coords),
+                _host(weights),
+                None if atm_idx is None else _host(atm_idx),
+                self.settings,
+                self.basis_order_of(mol),
+            )
+            eng = self._grad_engine = self._new_engine(mol, layout, xctype, deriv)
+            self._grad_engine_key = key
+        return eng
+
+    def basis_order_of(self, mol):
+        """The energy engine's basis order where it was built for this geometry, else None."""
+        if self._engine is None or self._engine_key is None:
+            return None
+        if self._engine_key[0] != _mol_fingerprint(mol):
+            return None
+        return self._engine.layout.basis_perm
+
     def _kept_basis_order(self, mol, previous):
         """The previous geometry's basis order, where the molecule and basis are the same and
         every atom moved less than ``settings.reuse_orders_bohr`` (an MD or optimization
@@ -129,6 +167,8 @@ class KerneLDIMixin:
     def reset(self, *args, **kwargs):
         self._engine = None
         self._engine_key = None
+        self._grad_engine = None
+        self._grad_engine_key = None
         parent = getattr(super(), "reset", None)
         return parent(*args, **kwargs) if parent is not None else self
 
@@ -139,6 +179,10 @@ class KerneLDIMixin:
         orders = {"basis_order": self.settings.basis_order, "grid_order": self.settings.grid_order}
         return {"layout_seconds": self.layout_seconds, "orders_reused": self.orders_reused,
                 **orders, **self._engine.stats()}  # fmt: skip
+
+    def grad_stats(self) -> dict:
+        """Block counts and pair fractions of the gradient's engine (after a gradient)."""
+        return {} if self._grad_engine is None else self._grad_engine.stats()
 
     def phase_seconds(self, call) -> dict[str, float]:
         """Seconds per engine phase (AO values, density, potential) of ``call()`` and of the
@@ -163,6 +207,8 @@ class KerneLDIMixin:
         and the orbital rotation keep the block structure already built, any other change
         rebuilds it on the next call."""
         settings = dataclasses.replace(self.settings, **changes)
+        self._grad_engine = None  # rebuilt on the next gradient
+        self._grad_engine_key = None
         eng = self._engine
         if eng is not None and set(changes) <= KEEPS_BLOCKS:
             if hasattr(eng, "apply_settings"):  # the GPU's: checks (and raises) first
@@ -344,6 +390,22 @@ class KerneLDIMixin:
         return self.nr_uks(mol, grids, xc_code, dms, relativity, hermi, max_memory, verbose)
 
     get_vxc = nr_vxc
+
+    # -- nuclear gradient -------------------------------------------------------------------
+    def get_vxc_grad(self, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool = False):
+        """(exc1_grid, vmat) as PySCF's ``grad.rks.get_vxc`` (``spin=0``, dms (nao, nao),
+        vmat (3, nao, nao)) or ``grad.uks.get_vxc`` (``spin=1``, dms (2, nao, nao), vmat
+        (2, 3, nao, nao)) return them, or their ``get_vxc_full_response`` with
+        ``grid_response`` (exc1_grid (natm, 3); None without); see ``kerneldi.grad``."""
+        from . import grad
+
+        return grad.get_vxc(self, mol, grids, xc_code, dms, spin, grid_response)
+
+    def xc_gradient(self, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool = False):
+        """(natm, 3): the XC part of dE/dR (Eh/Bohr) that PySCF's analytic gradient adds."""
+        from . import grad
+
+        return grad.xc_gradient(self, mol, grids, xc_code, dms, spin, grid_response)
 
 
 def _xp(a):

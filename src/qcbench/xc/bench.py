@@ -15,6 +15,9 @@ leaves out is recorded as skipped):
             def2-SVP, grid level 4): ours, EXC-cuBLAS, GPU4PySCF nr_rks; then def2-TZVP at
             >= 100 atoms (file tzvp.json) against GPU4PySCF nr_rks
   madft     KerneLDI Fig. 2: speedup over EXC-cuBLAS against the energy difference
+  gradient  the XC nuclear gradient (``get_vxc``, no grid response, M06-2X): ours, the dense
+            path (EXC-cuBLAS products on the same code) and GPU4PySCF's
+            ``grad.rks.get_vxc``, on GRADIENT's molecules (def2-SVP, grid level 4)
 
 Timings: a warm-up call, then the median of synchronized wall times; the engine's setup
 (orders, blocks, AO cache) is reported apart. Densities come from SCF cycles (converged for
@@ -88,6 +91,8 @@ MADFT = (
     "madft/16690938",
     "madft/130282525",
 )
+# the gradient section's molecules (def2-SVP, grid level 4), smallest first
+GRADIENT = ("water_clusters/005", "gly/gly30", "water_clusters/010", "gly/gly60")
 # what the paper's text states about its single-V100 runs (Sec. IV), for the plots
 PAPER_V100 = {
     "gpu": "Tesla V100-PCIE-16GB, CUDA 12.2, FP16-input / FP32-accumulate tensor cores",
@@ -467,6 +472,75 @@ def compare_sizes(
     return rec
 
 
+def compare_gradient(
+    env: Env, name: str, basis: str, level: int, dense: bool, xc: str = "m062x"
+) -> dict:
+    """The XC gradient matrices of one molecule (``pyscf.grad.rks.get_vxc``'s quantity, no grid
+    response) by the library, ours and the dense path: same grid, density and functional;
+    max |d vmat| of ours and the dense path against the library. A failing method is
+    recorded as such and the others are still measured."""
+    if env.device == "gpu":
+        from gpu4pyscf.grad import rks as library_grad
+    else:
+        from pyscf.grad import rks as library_grad
+    mol = load(name, basis)
+    dm, grids, t_density = realistic(env, mol, level)
+    rec = {"molecule": name, "natm": mol.natm, "nao": mol.nao, "basis": basis, "xc": xc,
+           "grid_level": level, "npoints": int(grids.size), "density_s": t_density}  # fmt: skip
+    env.free()
+    library_ni = env.reference.NumInt()
+    lib = timed(env, lambda: library_grad.get_vxc(library_ni, mol, grids, xc, dm)[1], reps=3)
+    ref = _host(lib.pop("result"))
+    rec[env.library] = lib
+    log(name, "gradient", env.library, round(lib["median_s"], 4))
+    library_ni = None
+    env.free()
+    methods = [("ours", {})] + ([(env.baseline, {"engine": "dense"})] if dense else [])
+    for label, options in methods:
+        try:
+            ni = env.numint(settings=env.memory_fraction(), **options)
+            t0 = time.perf_counter()
+            ni.get_vxc_grad(mol, grids, xc, dm)
+            env.sync()
+            first = time.perf_counter() - t0
+            t = timed(env, lambda ni=ni: ni.get_vxc_grad(mol, grids, xc, dm)[1], warmup=0)
+            got = _host(t.pop("result"))
+            stats = ni.grad_stats()
+            rec[label] = t | {
+                "first_call_s": first,
+                "setup_s": stats.get("setup_seconds"),
+                "max_d_vmat": float(np.abs(got - ref).max()),
+                "stats": stats,
+            }
+        except Exception as err:
+            rec[label] = _failed(err)
+        log(name, "gradient", label, {k: v for k, v in rec[label].items() if k != "traceback"})
+        ni = None
+        env.free()
+    return rec
+
+
+def section_gradient(env: Env, out: Out, budget: Budget) -> None:
+    for name in GRADIENT:
+        if env.molecules is not None and name not in env.molecules:
+            continue
+        if out.measured("gradient", name):
+            continue
+        est = 30.0 + 0.3 * natoms(name)
+        if budget.left() < est:
+            out.put("gradient", {"molecule": name, "natm": natoms(name), "skipped": "budget"})
+            continue
+        t0 = time.perf_counter()
+        try:
+            rec = compare_gradient(env, name, "def2-svp", 4, dense=budget.left() > 2 * est)
+        except Exception as err:
+            rec = {"molecule": name, "natm": natoms(name), "error": repr(err)}
+            rec["traceback"] = traceback.format_exc()
+        env.free()
+        rec["wall_s"] = time.perf_counter() - t0
+        out.put("gradient", rec)
+
+
 def run_sizes(
     env: Env, out: Out, budget: Budget, section: str, names, basis: str, level: int, reserve: float
 ) -> None:
@@ -647,6 +721,7 @@ SECTIONS = {
     "scf": section_scf,
     "sweep": section_sweep,
     "madft": section_madft,
+    "gradient": section_gradient,
 }
 
 
