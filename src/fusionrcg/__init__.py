@@ -4,8 +4,9 @@ The recurrence graph of a shell-quartet class (``graph``), its orchestration (``
 evaluation order, liveness, tier, buffer slots), its lowering to CUDA and C++ (``lowering``), the
 kernel library that builds and indexes the kernels (``library``) and the executors that launch
 them (``runtime``) are separate stages. ``shell_quartet_eri`` and ``eri_quartets`` are the entry
-points, ``eri_deriv_quartets`` their first-derivative form. ``KernelOptions`` (``options``) carries every choice of a generated kernel; every error
-the engine raises on purpose derives from ``FusionRCGError`` (``errors``).
+points, ``eri_deriv_quartets`` their first-derivative form. ``KernelOptions`` (``options``)
+carries every choice of a generated kernel; every error the engine raises on purpose derives
+from ``FusionRCGError`` (``errors``).
 """
 
 from .angmom import LMAX, QuartetClass, canonical_classes

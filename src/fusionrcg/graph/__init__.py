@@ -58,9 +58,10 @@ class ClassGraph:
 def build_class_graph(
     cls: QuartetClass, axis: AxisPolicy, spherical: bool = True, fused: bool = True
 ) -> ClassGraph:
-    """Recurrence graph of ``cls`` (a derivative class when ``cls.deriv`` is set): VRR under ``axis``, primitive contraction into the HRR
-    inputs, HRR bra then ket with the spherical steps (``fused``) or Cartesian throughout
-    with the transform at the end; ``spherical=False`` gives Cartesian output."""
+    """Recurrence graph of ``cls`` (a derivative class when ``cls.deriv`` is set): VRR under
+    ``axis``, primitive contraction into the HRR inputs, HRR bra then ket with the spherical
+    steps (``fused``) or Cartesian throughout with the transform at the end;
+    ``spherical=False`` gives Cartesian output."""
     vrr, accumulators = build_vrr(cls, axis)
     hrr, shape = build_hrr(cls, axis, accumulators, spherical, fused and spherical)
     n_acc = len(vrr.outputs)

@@ -44,8 +44,9 @@ def _pair(s1: Shell, s2: Shell):
 def phase1_symbols(
     quartets: Sequence[Quartet],
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Per-primitive-quartet symbols (``TWO_EXP`` of derivative classes included), the Boys argument T and the [00|00] prefactor, each of
-    shape (n_quartets * na * nb * nc * nd,), quartet-major."""
+    """Per-primitive-quartet symbols (``TWO_EXP`` of derivative classes included), the Boys
+    argument T and the [00|00] prefactor, each of shape (n_quartets * na * nb * nc * nd,),
+    quartet-major."""
     sym_parts: dict[str, list[np.ndarray]] = {name: [] for name in S.PRIMITIVE_SYMBOLS}
     t_parts, pref_parts = [], []
     for name in S.TWO_EXP:
