@@ -256,11 +256,14 @@ def test_gpu_matches_int2e_ip1_and_ip2(get_molecule, ls, centre):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-def test_cuda_derivative_kernel_compiles(tmp_path):
-    from fusionrcg.library.compiler import nvcc_cubin
+def test_cuda_derivative_kernel_builds_without_spills():
+    """The library builds a derivative class's CUDA kernel as it does a plain class's (Tier 1
+    up to a Boys order of 6 without spills, walking the placements until ptxas does not
+    spill) and records its wider pair rows."""
+    from fusionrcg.library.store import get_kernel
 
-    kernel = lower(fusionrcg.plan_class(QuartetClass(1, 1, 1, 0, deriv=1)), "cuda")
-    src = tmp_path / f"{kernel.name}.cu"
-    src.write_text(kernel.source)
-    report = nvcc_cubin(src, tmp_path / f"{kernel.name}.cubin", "sm_90", kernel.name)
-    assert not report.spills and report.registers > 0
+    cls = QuartetClass(1, 1, 1, 1, deriv=0)
+    kernel = get_kernel(cls, "full", True, "store", "cuda", "sm_90")
+    assert kernel.name.startswith("frcg_1111_dA_") and kernel.output_shape == (3, 3, 3, 3, 3)
+    assert kernel.pair_width == 8 and kernel.pair_exponents
+    assert not kernel.report.spills and kernel.report.registers > 0
