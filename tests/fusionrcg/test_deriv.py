@@ -66,7 +66,7 @@ def assert_close(
     assert got.shape == ref.shape, what
     err = np.abs(got - ref)
     assert err.max() <= ABS_TOL, f"{what}: max abs error {err.max():.2e}"
-    assert np.abs(ref).max() > 1e-6, f"{what}: a vanishing reference tests nothing"
+    assert np.abs(ref).max() > 1e-9, f"{what}: a vanishing reference tests nothing"
     off = _beyond(got, ref, rel_tol)
     if not off.any():
         return
