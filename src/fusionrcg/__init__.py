@@ -4,12 +4,13 @@ The recurrence graph of a shell-quartet class (``graph``), its orchestration (``
 evaluation order, liveness, tier, buffer slots), its lowering to CUDA and C++ (``lowering``), the
 kernel library that builds and indexes the kernels (``library``) and the executors that launch
 them (``runtime``) are separate stages. ``shell_quartet_eri`` and ``eri_quartets`` are the entry
-points. ``KernelOptions`` (``options``) carries every choice of a generated kernel; every error
-the engine raises on purpose derives from ``FusionRCGError`` (``errors``).
+points, ``eri_deriv_quartets`` their first-derivative form. ``KernelOptions`` (``options``)
+carries every choice of a generated kernel; every error the engine raises on purpose derives
+from ``FusionRCGError`` (``errors``).
 """
 
 from .angmom import LMAX, QuartetClass, canonical_classes
-from .engine import eri_quartets, shell_quartet_eri
+from .engine import eri_deriv_quartets, eri_quartets, shell_quartet_eri
 from .errors import (
     BackendError,
     ClassError,
@@ -51,6 +52,7 @@ __all__ = [
     "VariantError",
     "apply",
     "canonical_classes",
+    "eri_deriv_quartets",
     "eri_quartets",
     "get_variant",
     "kernel_options",

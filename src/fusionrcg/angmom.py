@@ -24,16 +24,33 @@ Cart = tuple[int, int, int]
 _SP_COMMON_FACTOR = (0.282094791773878143, 0.488602511902919921)
 
 
+CENTRES = "ABCD"
+
+
 @dataclass(frozen=True, order=True)
 class QuartetClass:
-    """Angular momenta (la lb|lc ld) of a shell-quartet class."""
+    """Angular momenta (la lb|lc ld) of a shell-quartet class.
+
+    ``deriv`` (0..3 or None) makes it a first-derivative class: the three components of the
+    gradient of the basis function on that centre, (nabla_x a b|c d) for ``deriv=0`` (PySCF's
+    ``int2e_ip1``; nabla acts on the function, so it is minus the derivative with respect to
+    the centre's coordinates). Its integrals need one more unit of angular momentum on that
+    centre internally, so derivative classes of g shells reach l = 5 inside the graph.
+    """
 
     la: int
     lb: int
     lc: int
     ld: int
+    deriv: int | None = None
 
     def __post_init__(self) -> None:
+        if self.deriv is not None and (
+            not isinstance(self.deriv, (int, np.integer))
+            or isinstance(self.deriv, bool)
+            or not 0 <= self.deriv <= 3
+        ):
+            raise ClassError(f"deriv must be a centre 0..3 (A..D) or None, got {self.deriv!r}")
         for name, value in zip("abcd", self.ls):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
                 raise ClassError(f"l{name} must be an integer, got {value!r}")
@@ -61,6 +78,14 @@ class QuartetClass:
     def total(self) -> int:
         return self.la + self.lb + self.lc + self.ld
 
+    @property
+    def boys_order(self) -> int:
+        """Highest Boys order the class needs: its total, one more for a derivative class."""
+        return self.total + (self.deriv is not None)
+
+    def with_deriv(self, deriv: int | None) -> QuartetClass:
+        return QuartetClass(*self.ls, deriv=deriv)
+
     def canonical(self) -> QuartetClass:
         """The representative of this class under the 8-fold ERI permutation symmetry.
 
@@ -72,18 +97,27 @@ class QuartetClass:
         key = lambda p: (p[0] + p[1], p[0])  # noqa: E731
         if key(ket) > key(bra):
             bra, ket = ket, bra
+        if self.deriv is not None:
+            raise ClassError(
+                "canonical() maps angular momenta only; a derivative class follows its centre "
+                "through engine.canonical_permutation"
+            )
         return QuartetClass(bra[0], bra[1], ket[0], ket[1])
 
     def is_canonical(self) -> bool:
-        return self == self.canonical()
+        """Whether the angular momenta are in canonical order (a derivative's centre aside)."""
+        plain = QuartetClass(*self.ls)
+        return plain == plain.canonical()
 
     def __str__(self) -> str:
-        return f"({self.la},{self.lb}|{self.lc},{self.ld})"
+        text = f"({self.la},{self.lb}|{self.lc},{self.ld})"
+        return text if self.deriv is None else f"{text} nabla_{CENTRES[self.deriv]}"
 
     @property
     def tag(self) -> str:
-        """File-name friendly label, e.g. ``2211``."""
-        return "".join(str(x) for x in self.ls)
+        """File-name friendly label, e.g. ``2211`` (``2211_dA`` for nabla on centre A)."""
+        text = "".join(str(x) for x in self.ls)
+        return text if self.deriv is None else f"{text}_d{CENTRES[self.deriv]}"
 
 
 def canonical_classes(lmax: int = LMAX) -> list[QuartetClass]:

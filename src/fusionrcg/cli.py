@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .angmom import QuartetClass
+from .angmom import CENTRES, QuartetClass
 from .errors import FusionRCGError, OptionsError
 from .options import KernelOptions, kernel_options
 from .stats import graph_summary
@@ -24,8 +24,31 @@ def _print_text(summary: dict) -> None:
         print(f"    {axis:13s} {orders}")
 
 
+def _class(args: argparse.Namespace) -> QuartetClass:
+    """``--quartet``, a first-derivative class on ``--centre`` with ``--deriv 1``."""
+    cls = QuartetClass.parse(args.quartet)
+    if args.deriv == 0:
+        return cls
+    return cls.with_deriv(CENTRES.index(args.centre))
+
+
+def _add_class_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quartet", required=True, help="angular momenta la,lb,lc,ld, e.g. 2,2,1,1"
+    )
+    parser.add_argument(
+        "--deriv", type=int, default=0, choices=(0, 1),
+        help="derivative order: 1 for the first-derivative class (gradient on --centre)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--centre", default="A", choices=tuple(CENTRES),
+        help="with --deriv 1: the centre whose functions are differentiated (default A, "
+        "PySCF's int2e_ip1; C is int2e_ip2)",
+    )  # fmt: skip
+
+
 def _graph(args: argparse.Namespace) -> int:
-    summary = graph_summary(QuartetClass.parse(args.quartet), args.variant, not args.cartesian)
+    summary = graph_summary(_class(args), args.variant, not args.cartesian)
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         print()
@@ -57,7 +80,7 @@ def _options(args: argparse.Namespace) -> KernelOptions:
 def _build(args: argparse.Namespace) -> int:
     from .library.store import get_kernel, locate_kernel_dir
 
-    cls = QuartetClass.parse(args.quartet)
+    cls = _class(args)
     options = _options(args)
     built = get_kernel(
         cls, options, not args.cartesian, args.epilogue, "cuda", args.arch, args.kernel_dir
@@ -133,13 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fusionrcg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("graph", help="recurrence graph and orchestration statistics of a class")
-    g.add_argument("--quartet", required=True, help="angular momenta la,lb,lc,ld, e.g. 2,2,1,1")
+    _add_class_arguments(g)
     g.add_argument("--variant", default="full", help=f"one of: {', '.join(VARIANTS)}")
     g.add_argument("--cartesian", action="store_true", help="Cartesian output (mol.cart bases)")
     g.add_argument("--json", action="store_true", help="print JSON")
     g.set_defaults(run=_graph)
     b = sub.add_parser("build", help="generate and compile a class's CUDA kernel (needs nvcc)")
-    b.add_argument("--quartet", required=True, help="angular momenta la,lb,lc,ld")
+    _add_class_arguments(b)
     b.add_argument("--variant", default="full", help=f"one of: {', '.join(VARIANTS)}")
     b.add_argument(
         "--options", default=None, help="JSON file of kernel options (KernelOptions.to_json); "

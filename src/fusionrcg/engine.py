@@ -10,7 +10,7 @@ from itertools import permutations
 import numpy as np
 
 from .angmom import QuartetClass, shell_size
-from .errors import BackendError
+from .errors import BackendError, InputError
 from .options import KernelOptions, kernel_options
 from .shells import Shell, check_mole, shell_quartet, shell_quartet_indices
 from .variants import Variant
@@ -76,7 +76,23 @@ def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
     return tuple(perm.index(j) for j in range(4))
 
 
-def _reference(mol, requested, options: KernelOptions) -> list[np.ndarray]:
+def _restore(value: np.ndarray, perm: Sequence[int]) -> np.ndarray:
+    """A canonical block (leading gradient component, if any, kept first) in the requested
+    shell order."""
+    lead = value.ndim - 4
+    axes = (*range(lead), *(lead + i for i in _inverse(perm)))
+    return np.ascontiguousarray(value.transpose(axes))
+
+
+def _class_of(ls: Sequence[int], perm: Sequence[int], centre: int | None) -> QuartetClass:
+    """The class a quartet runs as after ``perm``: the requested derivative centre follows
+    the shell it belongs to to its canonical position."""
+    return QuartetClass(*ls, deriv=None if centre is None else tuple(perm).index(centre))
+
+
+def _reference(
+    mol, requested, options: KernelOptions, centre: int | None = None
+) -> list[np.ndarray]:
     """NumPy evaluation of the graph; general contractions are handled inside the evaluator."""
     from .reference.evaluator import evaluate_batch
 
@@ -86,18 +102,20 @@ def _reference(mol, requested, options: KernelOptions) -> list[np.ndarray]:
         shells = shell_quartet(mol, idx)
         perm = oriented_permutation([s.l for s in shells], _tightest(shells))
         canon = tuple(shells[i] for i in perm)
-        key = (tuple(s.l for s in canon), tuple(s.coefficients.shape for s in canon))
-        groups[key].append((n, perm, canon))
+        cls = _class_of([s.l for s in canon], perm, centre)
+        groups[(cls, tuple(s.coefficients.shape for s in canon))].append((n, perm, canon))
     results: list[np.ndarray] = [np.empty(0)] * len(requested)
-    for (ls, _), members in groups.items():
-        plan = options.plan(QuartetClass(*ls), spherical)
+    for (cls, _), members in groups.items():
+        plan = options.plan(cls, spherical)
         values = evaluate_batch(plan, [m[2] for m in members])
         for (n, perm, _), value in zip(members, values):
-            results[n] = np.ascontiguousarray(value.transpose(_inverse(perm)))
+            results[n] = _restore(value, perm)
     return results
 
 
-def _generated(mol, requested, options: KernelOptions, backend: str) -> list[np.ndarray]:
+def _generated(
+    mol, requested, options: KernelOptions, backend: str, centre: int | None = None
+) -> list[np.ndarray]:
     """Generated kernels: segment quartets grouped by canonical class, one launch per class."""
     from .runtime.basis import segment_basis
     from .runtime.launch import executor
@@ -105,7 +123,7 @@ def _generated(mol, requested, options: KernelOptions, backend: str) -> list[np.
     basis = segment_basis(mol)
     run = executor(backend)
     spherical = not mol.cart
-    groups: dict[tuple[int, ...], list[tuple[int, int, tuple[int, ...]]]] = defaultdict(list)
+    groups: dict[QuartetClass, list[tuple[int, int, tuple[int, ...]]]] = defaultdict(list)
     layouts = []
     for n, idx in enumerate(requested):
         shells = shell_quartet(mol, idx)  # validates indices and l
@@ -114,10 +132,12 @@ def _generated(mol, requested, options: KernelOptions, backend: str) -> list[np.
         segs = basis.segment_quartets(idx)
         layouts.append((perm, segs, ls))
         for k, seg in enumerate(segs):
-            groups[tuple(ls[i] for i in perm)].append((n, k, tuple(seg[i] for i in perm)))
+            cls = _class_of([ls[i] for i in perm], perm, centre)
+            groups[cls].append((n, k, tuple(seg[i] for i in perm)))
     blocks: dict[tuple[int, int], np.ndarray] = {}
-    for ls, members in groups.items():
-        kernel = run.kernel(QuartetClass(*ls), options, spherical)
+    lead = () if centre is None else (3,)
+    for cls, members in groups.items():
+        kernel = run.kernel(cls, options, spherical)
         ints = run.integrals(kernel, np.array([m[2] for m in members]), basis)
         for (n, k, _), value in zip(members, ints.reshape(-1, *kernel.output_shape)):
             blocks[(n, k)] = value
@@ -125,11 +145,11 @@ def _generated(mol, requested, options: KernelOptions, backend: str) -> list[np.
     for n, (perm, segs, ls) in enumerate(layouts):
         sizes = [shell_size(l, spherical) for l in ls]
         nctr = [int(basis.nctr[s]) for s in requested[n]]
-        out = np.empty([c * f for c, f in zip(nctr, sizes)])
+        out = np.empty([*lead, *(c * f for c, f in zip(nctr, sizes))])
         for k, seg in enumerate(segs):
             ctr = [x - basis.first_segment[s] for x, s in zip(seg, requested[n])]
             where = tuple(slice(c * f, (c + 1) * f) for c, f in zip(ctr, sizes))
-            out[where] = blocks[(n, k)].transpose(_inverse(perm))
+            out[(Ellipsis, *where)] = _restore(blocks[(n, k)], perm)
         results.append(out)
     return results
 
@@ -167,3 +187,38 @@ def shell_quartet_eri(
     ``mol.intor('int2e_sph', shls_slice=(i, i+1, j, j+1, k, k+1, l, l+1))``
     (``int2e_cart`` when ``mol.cart``)."""
     return eri_quartets(mol, [shells], backend, variant)[0]
+
+
+def eri_deriv_quartets(
+    mol,
+    quartets: Iterable[Sequence[int]],
+    centre: int = 0,
+    backend: str = "reference",
+    variant: str | Variant | KernelOptions = "full",
+) -> list[np.ndarray]:
+    """First-derivative ERIs of many shell quartets: the gradient of the basis functions of
+    the quartet's shell at position ``centre`` (0..3), each result shaped (3, ni, nj, nk, nl)
+    (x, y, z first) and equal to PySCF's
+
+    * ``centre=0``: ``mol.intor('int2e_ip1_sph' | 'int2e_ip1_cart', comp=3, shls_slice=...)``,
+      (nabla i j|k l);
+    * ``centre=2``: ``int2e_ip2``, (i j|nabla k l);
+    * ``centre=1`` and ``3``: (i nabla j|k l) and (i j|k nabla l), which PySCF gives as
+      ``int2e_ip1`` / ``int2e_ip2`` of the quartet with the pair swapped.
+
+    nabla acts on the function, so each is minus the derivative with respect to that
+    centre's coordinates; by translational invariance the four centres' derivatives of a
+    quartet sum to zero, so three of them give the fourth. Quartets run as canonical
+    derivative classes (the centre follows its shell through the symmetry permutation), on
+    any backend and under any variant, like ``eri_quartets``. Shells up to g are accepted;
+    the graph then reaches l = 5 on the derivative centre internally.
+    """
+    _check_backend(backend)
+    check_mole(mol)
+    if isinstance(centre, bool) or centre not in (0, 1, 2, 3):
+        raise InputError(f"centre must be 0, 1, 2 or 3 (the quartet position), got {centre!r}")
+    options = kernel_options(variant)
+    requested = [shell_quartet_indices(q) for q in quartets]
+    if backend == "reference":
+        return _reference(mol, requested, options, centre)
+    return _generated(mol, requested, options, backend, centre)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from itertools import product
 
-from .angmom import QuartetClass
+from .angmom import CENTRES, QuartetClass
 from .graph.axis import AxisPolicy
 from .orchestration.plan import ClassPlan, plan_class
 from .orchestration.schedule import OrderKind
@@ -82,6 +82,8 @@ def graph_summary(
     rec = plan_record(plan)
     return {
         "class": rec["class"],
+        # the differentiated centre of a derivative class, else None
+        "deriv": None if cls.deriv is None else CENTRES[cls.deriv],
         "variant": rec["variant"],
         "spherical": spherical,
         "nodes": {"vrr": rec["nodes_vrr"], "hrr": rec["nodes_hrr"], "total": rec["nodes"]},

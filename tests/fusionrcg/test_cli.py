@@ -105,3 +105,14 @@ def test_cache_of_a_missing_directory_creates_nothing(capsys, tmp_path):
     missing = tmp_path / "none"
     assert main(["cache", "--kernel-dir", str(missing)]) == 0
     assert "index_entries      0" in capsys.readouterr().out and not missing.exists()
+
+
+def test_graph_json_of_a_derivative_class(capsys):
+    assert main(["graph", "--quartet", "1,1,1,0", "--deriv", "1", "--centre", "C", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["class"] == "(1,1|1,0) nabla_C" and out["deriv"] == "C"
+    assert main(["graph", "--quartet", "1,1,1,0", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["deriv"] is None
+    assert out["nodes"]["total"] > plain["nodes"]["total"]
+    assert out["accumulators"]["hrr_inputs"] > plain["accumulators"]["hrr_inputs"]

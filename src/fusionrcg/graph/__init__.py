@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..angmom import Cart, QuartetClass
+from ..angmom import QuartetClass
 from .axis import AxisPolicy
 from .hrr import build_hrr
 from .ir import Dag, Node, NodeKind, Term, node_flops
-from .vrr import build_vrr
+from .vrr import Accumulator, build_vrr
 
 __all__ = [
     "AxisPolicy",
@@ -33,9 +33,13 @@ class ClassGraph:
     fused: bool
     vrr: Dag
     hrr: Dag
-    bra_inputs: tuple[Cart, ...]
-    ket_inputs: tuple[Cart, ...]
-    output_shape: tuple[int, int, int, int]
+    accumulators: tuple[Accumulator, ...]
+    output_shape: tuple[int, ...]
+    """(na, nb, nc, nd); (3, na, nb, nc, nd) for a derivative class (``cls.deriv``)."""
+
+    @property
+    def deriv(self) -> int | None:
+        return self.cls.deriv
 
     @property
     def n_accumulators(self) -> int:
@@ -54,13 +58,12 @@ class ClassGraph:
 def build_class_graph(
     cls: QuartetClass, axis: AxisPolicy, spherical: bool = True, fused: bool = True
 ) -> ClassGraph:
-    """Recurrence graph of ``cls``: VRR under ``axis``, primitive contraction into the HRR
-    inputs, HRR bra then ket with the spherical steps (``fused``) or Cartesian throughout
-    with the transform at the end; ``spherical=False`` gives Cartesian output."""
-    vrr, bra_inputs, ket_inputs = build_vrr(cls, axis)
-    hrr, shape = build_hrr(cls, axis, bra_inputs, ket_inputs, spherical, fused and spherical)
+    """Recurrence graph of ``cls`` (a derivative class when ``cls.deriv`` is set): VRR under
+    ``axis``, primitive contraction into the HRR inputs, HRR bra then ket with the spherical
+    steps (``fused``) or Cartesian throughout with the transform at the end;
+    ``spherical=False`` gives Cartesian output."""
+    vrr, accumulators = build_vrr(cls, axis)
+    hrr, shape = build_hrr(cls, axis, accumulators, spherical, fused and spherical)
     n_acc = len(vrr.outputs)
     assert all(hrr.nodes[k].kind == NodeKind.ACC for k in range(n_acc))
-    return ClassGraph(
-        cls, axis, spherical, fused and spherical, vrr, hrr, bra_inputs, ket_inputs, shape
-    )
+    return ClassGraph(cls, axis, spherical, fused and spherical, vrr, hrr, accumulators, shape)

@@ -23,6 +23,7 @@ class NodeKind(enum.IntEnum):
     ACC = 2  # leaf of Phase 2: a contracted HRR input [e0|f0]
     HRR = 3  # horizontal recurrence, Eq. (3)
     SPH = 4  # one Cartesian-to-spherical step on one index, Eq. (8)
+    DERIV = 5  # first derivative: -(raised, exponent-weighted) + n (lowered), Phase 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..angmom import QuartetClass
 from ..errors import CompileError, CompileTimeout
-from ..lowering.kernel import KernelSource, lower
+from ..lowering.kernel import KernelSource, lower, pair_fields
 from ..lowering.layout import Phase2Program
 from ..lowering.target import Epilogue
 from ..options import KernelOptions, kernel_options
@@ -124,7 +124,7 @@ class LibraryKernel:
     target: str
     tier: Tier
     epilogue: Epilogue
-    output_shape: tuple[int, int, int, int]
+    output_shape: tuple[int, ...]  # leads with the gradient component for derivatives
     n_slots: int  # Tier 2: slots of its bank; Tier 1: shared-memory (CPU: local) slots
     bank_threads: int  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None  # Tier 2 on the GPU: the generated Kernel 2 in the same binary
@@ -133,6 +133,12 @@ class LibraryKernel:
     report: PtxasReport | None
     options: KernelOptions
     origin: str  # one of ORIGINS
+    pair_width: int = 6  # doubles per pair-data row: 8 for derivative classes (exponents)
+
+    @property
+    def pair_exponents(self) -> bool:
+        """Whether the kernel reads the primitive exponents with its pair data."""
+        return self.pair_width > 6
 
     @property
     def cached(self) -> bool:
@@ -204,6 +210,7 @@ def _load(entry: Path, origin: str) -> LibraryKernel:
         report=PtxasReport(**info["ptxas"]) if info["ptxas"] else None,
         options=KernelOptions.from_json(info["options"]),
         origin=origin,
+        pair_width=info.get("pair_width", 6),
     )
 
 
@@ -444,6 +451,7 @@ def get_kernel(
         "flops": asdict(plan.flops),
         "ptxas": report.as_dict() if report else None,
         "options": opts.to_json(),
+        "pair_width": len(pair_fields(plan)),
     }
     # a Tier 2 kernel answers the store and the J/K request alike (Kernel 2 contracts what it
     # stores), so a library built for either serves both without generating anything

@@ -20,7 +20,7 @@ from ..reference.boys import SERIES_LIMIT, boys
 T_SWITCH = SERIES_LIMIT
 GRID_STEP = 0.1
 TAYLOR_TERMS = 8  # truncation (h/2)^9 / 9! ~ 5e-18 relative
-BOYS_MAX_ORDER = 16  # (gg|gg)
+BOYS_MAX_ORDER = 17  # the first derivative of (gg|gg)
 TABLE_ORDERS = BOYS_MAX_ORDER + TAYLOR_TERMS + 1
 # an even row length keeps every row 16-byte aligned: the GPU reads two orders per load
 TABLE_STRIDE = TABLE_ORDERS + TABLE_ORDERS % 2

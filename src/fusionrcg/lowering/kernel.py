@@ -64,6 +64,26 @@ PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 # (``runtime.pairs``); the loops then spend no exponential or division on them per primitive
 # quartet.
 PAIR_FIELDS = ("zeta", "ooz", "kab", "PAx", "PAy", "PAz")
+# Derivative classes also read the two exponents e1, e2 (the raised term's weight is twice the
+# exponent of the derivative centre); the row stays a whole number of 16-byte pairs.
+DERIV_PAIR_FIELDS = (*PAIR_FIELDS, "e1", "e2")
+# The local names the loops give the exponents of centres A, B (bra row) and C, D (ket row).
+EXPONENT_NAMES = ("ea", "eb", "ec", "ed")
+
+
+def pair_fields(plan: ClassPlan) -> tuple[str, ...]:
+    """The pair-data row the kernel of ``plan`` reads (``runtime.pairs`` builds either)."""
+    return PAIR_FIELDS if plan.cls.deriv is None else DERIV_PAIR_FIELDS
+
+
+def primitive_fields(plan: ClassPlan) -> tuple[str, ...]:
+    """The per-primitive-quartet quantities of ``plan``: a derivative class adds the weight
+    of its raised term (``symbols.TWO_EXP``)."""
+    if plan.cls.deriv is None:
+        return PRIMITIVE_FIELDS
+    return (*PRIMITIVE_FIELDS, S.TWO_EXP[plan.cls.deriv])
+
+
 # Classes with at most this many accumulators read the next ket pair row one primitive quartet
 # ahead: their loop bodies are short, so the row loads' latency is exposed. Larger classes have
 # long enough bodies to hide it, and the prefetched row's registers would push them across an
@@ -108,7 +128,7 @@ class KernelSource:
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
     basis = "sph" if plan.graph.spherical else "cart"
-    variant = plan.variant.name.replace("-", "_")
+    variant = plan.variant.name.replace("-", "_")  # cls.tag names a derivative's centre
     return f"frcg_{plan.cls.tag}_{variant}_{basis}_t{int(tier)}_{epilogue.value}"
 
 
@@ -166,12 +186,18 @@ def _loops_open(
     with at most ``prefetch_max_accumulators`` accumulators read the next ket row ahead."""
     pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
     d = (lambda f: f"{record}.{f}") if record else (lambda f: f"const double {f}")
-    width = len(PAIR_FIELDS)
-    ket_fields = ("eta", "ooe", "kcd", *S.QC)
+    fields_of_row = pair_fields(plan)
+    width = len(fields_of_row)
+    deriv = plan.cls.deriv
+    bra_fields: tuple[str, ...] = PAIR_FIELDS[:3] + S.PA
+    ket_fields: tuple[str, ...] = ("eta", "ooe", "kcd", *S.QC)
+    if deriv is not None:
+        bra_fields += EXPONENT_NAMES[:2]
+        ket_fields += EXPONENT_NAMES[2:]
     lines = [
         "for (int jab = 0; jab < nab; ++jab) {",
         f"const double* const bra = pair_data + (size_t){width} * (fab + jab);",
-        *target.load_row("bra", PAIR_FIELDS[:3] + S.PA),
+        *target.load_row("bra", bra_fields),
     ]
     if plan.n_accumulators <= prefetch_max_accumulators:
         # the next ket row is read while this one is used (the last trip reads its own row
@@ -210,13 +236,15 @@ def _loops_open(
         S.ROE_OO2E: "0.5 * rho * ooe * ooe",
         "pref": f"{_num(pref_const)} * rsze * kab * kcd",  # kab, kcd carry 1/zeta, 1/eta
     }
-    for f in PRIMITIVE_FIELDS:
+    if deriv is not None:
+        fields[S.TWO_EXP[deriv]] = f"2.0 * {EXPONENT_NAMES[deriv]}"
+    for f in primitive_fields(plan):
         if record or f not in (*S.PA, *S.QC):
             lines.append(f"{d(f)} = {fields[f]};")
     boys_out = f"{record}.F" if record else "F"
     if not record:
-        lines.append(f"double F[{plan.cls.total + 1}];")
-    lines.append(f"frcg_boys({plan.cls.total}, T, boys_table, {boys_out});")
+        lines.append(f"double F[{plan.cls.boys_order + 1}];")
+    lines.append(f"frcg_boys({plan.cls.boys_order}, T, boys_table, {boys_out});")
     return lines
 
 
@@ -369,8 +397,8 @@ def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
 
 
 def _record_type(plan: ClassPlan, name: str) -> str:
-    fields = "; ".join(f"double {f}" for f in PRIMITIVE_FIELDS)
-    return f"struct {name}_prim {{ {fields}; double F[{plan.cls.total + 1}]; }};"
+    fields = "; ".join(f"double {f}" for f in primitive_fields(plan))
+    return f"struct {name}_prim {{ {fields}; double F[{plan.cls.boys_order + 1}]; }};"
 
 
 def _segment_functions(
@@ -578,6 +606,11 @@ def lower(
         raise OptionsError(
             "Tier 2 builds J and K with its contraction kernel: lower it with 'store'"
         )
+    if plan.cls.deriv is not None and epi is Epilogue.JK:
+        raise OptionsError(
+            f"{plan.cls}: derivative classes are lowered with the 'store' epilogue; their "
+            "J/K-gradient contraction is not a J/K epilogue"
+        )
     name = kernel_name(plan, tier, epi)
     n_out = math.prod(plan.graph.output_shape)
     parts = [
@@ -629,7 +662,7 @@ def lower(
         )
         n_slots = layout.n_slots
         bank_threads = SHARED_BANK_THREADS if shared else 0
-        if tgt.name == "cuda" and n_out <= generated_kernel2_max_outputs:
+        if tgt.name == "cuda" and n_out <= generated_kernel2_max_outputs and plan.cls.deriv is None:
             jk_kernel = f"{name}_jk"
             parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]

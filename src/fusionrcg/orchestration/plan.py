@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -94,12 +95,14 @@ def ket_outer_demand(graph: ClassGraph) -> list[int]:
     before the next and keeps fewer values live at once than the output order, which for
     some classes is the difference between Phase 2 fitting its registers and moving values
     through shared memory."""
-    na, nb, nc, nd = graph.output_shape
+    *lead, na, nb, nc, nd = graph.output_shape
+    ng = math.prod(lead)  # the gradient components of a derivative class, else 1
     outs = graph.hrr.outputs
     return [
-        outs[((a * nb + b) * nc + c) * nd + d]
+        outs[(((g * na + a) * nb + b) * nc + c) * nd + d]
         for c in range(nc)
         for d in range(nd)
+        for g in range(ng)
         for a in range(na)
         for b in range(nb)
     ]
@@ -160,7 +163,9 @@ def plan_class(
     order: OrderKind | None = None,
 ) -> ClassPlan:
     """Build and orchestrate ``cls`` under ``variant`` (``order`` overrides the variant's
-    evaluation order, for the liveness studies)."""
+    evaluation order, for the liveness studies). A derivative class (``cls.deriv``) is
+    orchestrated like any other graph; the register model sees it as a class of its Boys
+    order (total + 1), which its Phase 1 reaches."""
     model = model or DEFAULT_MODEL
     v = get_variant(variant)
     graph = build_class_graph(cls, v.axis, spherical, v.spherical_fusion)
@@ -174,12 +179,12 @@ def plan_class(
     outputs = graph.hrr.output_set
 
     def budgets(registers: int | None, fixed=None, phase2=None) -> tuple[int, int]:
-        return model.tier1_budgets(cls.total, peak_vrr, n_acc, registers, fixed, phase2)
+        return model.tier1_budgets(cls.boys_order, peak_vrr, n_acc, registers, fixed, phase2)
 
     # Tier 1's Phase 2 follows the output nesting, of the two, whose placement moves fewer
     # values through shared memory (neither wins on every class); DSA orders only
     tier1_orders = [tuple(hrr_order)]
-    if kind is OrderKind.DSA and cls.total <= model.spill_free_max_total:
+    if kind is OrderKind.DSA and cls.boys_order <= model.spill_free_max_total:
         tier1_orders.append(tuple(order_phase(graph.hrr, kind, ket_outer_demand(graph))[0]))
 
     def place(split: tuple[int, int]) -> Tier1Placement:
@@ -217,7 +222,7 @@ def plan_class(
         tier1_registers=tier1_registers,
         tier1_fallback=fallback,
         tier1_denser=denser,
-        model_tier=model.choose_tier(cls.total, placement.n_slots),
+        model_tier=model.choose_tier(cls.boys_order, placement.n_slots),
         slots=pack_slots(hrr_ranges, buffered),
         flops=Flops(_phase_flops(graph.vrr), n_acc, _phase_flops(graph.hrr)),
         release_score_used=(vrr_scored, hrr_scored),

@@ -44,10 +44,13 @@ def _pair(s1: Shell, s2: Shell):
 def phase1_symbols(
     quartets: Sequence[Quartet],
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Per-primitive-quartet symbols, the Boys argument T and the [00|00] prefactor, each of
-    shape (n_quartets * na * nb * nc * nd,), quartet-major."""
+    """Per-primitive-quartet symbols (``TWO_EXP`` of derivative classes included), the Boys
+    argument T and the [00|00] prefactor, each of shape (n_quartets * na * nb * nc * nd,),
+    quartet-major."""
     sym_parts: dict[str, list[np.ndarray]] = {name: [] for name in S.PRIMITIVE_SYMBOLS}
     t_parts, pref_parts = [], []
+    for name in S.TWO_EXP:
+        sym_parts[name] = []
     for sa, sb, sc, sd in quartets:
         zeta, pa, kab = _pair(sa, sb)
         eta, qc, kcd = _pair(sc, sd)
@@ -70,6 +73,9 @@ def phase1_symbols(
             sym_parts[S.QC[i]].append(qc4[..., i].ravel())
             sym_parts[S.WQ[i]].append(wq[..., i].ravel())
         shape = ze.shape
+        exps = np.meshgrid(*(s.exponents for s in (sa, sb, sc, sd)), indexing="ij")
+        for name, x in zip(S.TWO_EXP, exps):
+            sym_parts[name].append((2.0 * x).ravel())
         sym_parts[S.OO2Z].append(np.broadcast_to(0.5 / z, shape).ravel())
         sym_parts[S.OO2E].append(np.broadcast_to(0.5 / e, shape).ravel())
         sym_parts[S.OO2ZE].append((0.5 / ze).ravel())
@@ -126,7 +132,8 @@ def execute(
 
 def evaluate_batch(plan: ClassPlan, quartets: Sequence[Quartet]) -> np.ndarray:
     """Contracted integrals of shell quartets of ``plan.cls`` sharing primitive and contraction
-    counts, shaped (n, nctr_a * n_a, nctr_b * n_b, nctr_c * n_c, nctr_d * n_d) in PySCF order."""
+    counts, shaped (n, nctr_a * n_a, nctr_b * n_b, nctr_c * n_c, nctr_d * n_d) in PySCF order
+    ((n, 3, ...) for a derivative class: the gradient component after the quartet)."""
     graph = plan.graph
     first = quartets[0]
     for q in quartets:
@@ -140,7 +147,7 @@ def evaluate_batch(plan: ClassPlan, quartets: Sequence[Quartet]) -> np.ndarray:
 
     # Phase 1: VRR per primitive quartet, then contraction into the accumulators
     symbols, t, pref = phase1_symbols(quartets)
-    fm = boys(plan.cls.total, t)
+    fm = boys(plan.cls.boys_order, t)
 
     def boys_leaf(v: int) -> np.ndarray:
         return pref * fm[graph.vrr.nodes[v].label[2]]
@@ -162,7 +169,10 @@ def evaluate_batch(plan: ClassPlan, quartets: Sequence[Quartet]) -> np.ndarray:
         if graph.hrr.nodes[v].kind != NodeKind.ACC:
             raise AssertionError("Phase 2 leaves must be accumulators")
     out = np.stack([hrr_out[v] for v in graph.hrr.outputs])
-    n = graph.output_shape
-    out = out.reshape(*n, nq, *nctrs)  # mu nu la si q wa wb wc wd
-    out = out.transpose(4, 5, 0, 6, 1, 7, 2, 8, 3)
-    return out.reshape(nq, *(w * k for w, k in zip(nctrs, n)))
+    shape = graph.output_shape
+    lead, n = shape[:-4], shape[-4:]  # lead: the gradient component of a derivative class
+    h = len(lead)
+    out = out.reshape(*shape, nq, *nctrs)  # [i] mu nu la si q wa wb wc wd
+    q = h + 4
+    out = out.transpose(q, *range(h), q + 1, h, q + 2, h + 1, q + 3, h + 2, q + 4, h + 3)
+    return out.reshape(nq, *lead, *(w * k for w, k in zip(nctrs, n)))

@@ -83,7 +83,9 @@ def _exact(plan: ClassPlan, quartet) -> np.ndarray:
             sym[S.WP[i]] = w[i] - p[i]
             sym[S.QC[i]] = q[i] - c_c[i]
             sym[S.WQ[i]] = w[i] - q[i]
-        boys_values = [pref * boys_exact(m, t) for m in range(plan.cls.total + 1)]
+        for k, x in enumerate((a, b, c, d)):
+            sym[S.TWO_EXP[k]] = 2 * x
+        boys_values = [pref * boys_exact(m, t) for m in range(plan.cls.boys_order + 1)]
         targets = _run(g.vrr, lambda v, f=boys_values: f[g.vrr.nodes[v].label[2]], sym)
         for combo in combos:
             weight = mpmath.fprod(
@@ -96,9 +98,11 @@ def _exact(plan: ClassPlan, quartet) -> np.ndarray:
         hsym[S.AB[i]] = a_c[i] - b_c[i]
         hsym[S.CD[i]] = c_c[i] - d_c[i]
     shape = g.output_shape
-    out = np.zeros(tuple(n * k for n, k in zip(nctrs, shape)))
+    lead = shape[:-4]  # the gradient component of a derivative class
+    out = np.zeros((*lead, *(n * k for n, k in zip(nctrs, shape[-4:]))))
     for combo in combos:
         values = _run(g.hrr, lambda v, combo=combo: acc[(combo, v)], hsym)
         block = np.array([float(x) for x in values]).reshape(shape)
-        out[tuple(slice(c * k, (c + 1) * k) for c, k in zip(combo, shape))] = block
+        where = tuple(slice(c * k, (c + 1) * k) for c, k in zip(combo, shape[-4:]))
+        out[(Ellipsis, *where)] = block
     return out

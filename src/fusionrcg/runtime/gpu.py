@@ -385,7 +385,9 @@ class GpuExecutor:
         dev = self.device_basis(basis)
         quartets = np.asarray(quartets, dtype=np.int32).reshape(-1, 4)
         stored = kernel.epilogue is Epilogue.STORE
-        pairs = primitive_pairs(basis, quartets, None if whole else self.max_work)
+        pairs = primitive_pairs(
+            basis, quartets, None if whole else self.max_work, kernel.pair_exponents
+        )
         n = len(pairs.quartet)
         order = pairs.launch_order() if self.uniform_warps else np.arange(n)
         items = pairs.quartet[order]

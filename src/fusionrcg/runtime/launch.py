@@ -105,7 +105,7 @@ class CpuExecutor:
         dmc = np.ascontiguousarray(dm) if dm is not None else None
         scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
         for lo, hi in _quartet_batches(basis, quartets, self.max_work, kernel.n_slots):
-            pairs = primitive_pairs(basis, quartets[lo:hi], self.max_work)
+            pairs = primitive_pairs(basis, quartets[lo:hi], self.max_work, kernel.pair_exponents)
             n = len(pairs.quartet)
             items = np.ascontiguousarray(quartets[lo:hi][pairs.quartet])
             sc = np.ascontiguousarray(scales[lo:hi][pairs.quartet])

@@ -26,7 +26,7 @@ from .basis import SegmentedBasis
 class PrimitivePairs:
     index: np.ndarray  # (n_items, 2) int32: bra and ket row range (into ``prim``) of each item
     prim: np.ndarray  # (n_ranges, 2) int32: first row in ``data``, row count
-    data: np.ndarray  # (n_rows, 6) float64: the fields of PAIR_FIELDS
+    data: np.ndarray  # (n_rows, 6 or 8) float64: PAIR_FIELDS or DERIV_PAIR_FIELDS
     quartet: np.ndarray  # (n_items,) intp: the quartet each item belongs to
 
     @property
@@ -80,11 +80,15 @@ def items_per_quartet(
 
 
 def primitive_pairs(
-    basis: SegmentedBasis, quartets: np.ndarray, max_work: int | None = None
+    basis: SegmentedBasis,
+    quartets: np.ndarray,
+    max_work: int | None = None,
+    exponents: bool = False,
 ) -> PrimitivePairs:
     """The pair data and work items of ``quartets`` (n, 4) segment indices; with ``max_work``
     no item has more primitive quartets than that unless one bra and one ket row range of a
-    single row each would (it never splits a primitive pair)."""
+    single row each would (it never splits a primitive pair). ``exponents`` appends the two
+    primitive exponents to each row (``DERIV_PAIR_FIELDS``: derivative kernels)."""
     quartets = np.asarray(quartets, dtype=np.int64).reshape(-1, 4)
     n, nseg = len(quartets), len(basis.l)
     keys = np.concatenate(
@@ -109,7 +113,10 @@ def primitive_pairs(
         * np.exp(-e1 * e2 * ooz * np.einsum("ij,ij->i", r12, r12))
         * ooz
     )
-    data = np.ascontiguousarray(np.column_stack([zeta, ooz, kab, (e2 * ooz)[:, None] * r12]))
+    columns = [zeta, ooz, kab, (e2 * ooz)[:, None] * r12]
+    if exponents:
+        columns += [e1, e2]
+    data = np.ascontiguousarray(np.column_stack(columns))
     bra, ket = inverse.reshape(2, n)
     if max_work is None:
         return PrimitivePairs(
