@@ -27,6 +27,7 @@ from .blocks import BlockPattern, block_maxnorm, pair_fractions
 from .integrate import AO_DERIV, NVAR
 from .layout import Layout
 from .settings import Settings
+from .tasks import XcTask, checked_selection, grid_tasks, runs
 
 CHUNK_BLOCKS = 16  # grid blocks per chunk: one product per chunk, over the blocks it keeps
 BATCH_BYTES = 1e8  # AO values evaluated at once when they are not cached
@@ -168,6 +169,23 @@ class CPUBlockEngine:
         self.rotation = forms.CholeskyRotation(np.argsort(lay.basis_perm))
         self.setup_seconds = time.perf_counter() - t0
         self.counts: dict[str, int] = {}
+        self.selected: tuple[int, ...] | None = None
+
+    # -- tasks: one per chunk ---------------------------------------------------------------
+    def tasks(self) -> list[XcTask]:
+        """The engine's grid tasks, one per chunk (``tasks.py``)."""
+        ranges = [(c.g0, c.g1) for c in self.chunks]
+        return grid_tasks(self.pattern.col_ptr, self.layout.d, ranges)
+
+    def select(self, tasks) -> None:
+        """Integrate only the chunks of ``tasks`` (indices into ``tasks()``) from now on; None
+        for all of them."""
+        self.selected = checked_selection(tasks, len(self.chunks))
+
+    def _active(self) -> list[Chunk]:
+        if self.selected is None:
+            return self.chunks
+        return [self.chunks[i] for i in self.selected]
 
     # -- operands ---------------------------------------------------------------------------
     def _positions(self, basis: np.ndarray) -> np.ndarray:
@@ -224,7 +242,7 @@ class CPUBlockEngine:
         (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
         op = self._density_operand(dm, xctype, orbitals)
         rho = np.zeros((NVAR[xctype], self.layout.npts_pad))
-        for chunk in self.chunks:
+        for chunk in self._active():
             rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
         op.finish()
         return rho[:, : self.layout.npts]
@@ -249,7 +267,7 @@ class CPUBlockEngine:
         pot = _Potential(self, xctype)
         w = np.zeros((wv.shape[0], self.layout.npts_pad))
         w[:, : self.layout.npts] = wv
-        for chunk in self.chunks:
+        for chunk in self._active():
             pot.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
         return pot.result()
 
@@ -257,16 +275,16 @@ class CPUBlockEngine:
     def xc_pass(self, densities: list, xctype: str, xc) -> list:
         """``integrate.xc_pass``: with the AO values cached, the whole grid at once; otherwise
         densities, ``xc`` and potentials batch by batch, so that a batch's AO values are made
-        once per call instead of once for the densities and again for the potentials."""
-        if self.cached:
+        once per call instead of once for the densities and again for the potentials. With a
+        task selection, only the selected chunks' points, batch by batch."""
+        if self.cached and self.selected is None:
             return integrate.whole_grid_pass(self, densities, xctype, xc)
         lay = self.layout
         ops = [self._density_operand(dm, xctype, orbitals) for dm, orbitals in densities]
         pots = []
         per_chunk = CHUNK_BLOCKS * lay.d * lay.nao * self.ncomp * 8
         size = max(1, int(BATCH_BYTES // per_chunk))
-        for c0, c1 in _ranges(len(self.chunks), size):
-            batch = self.chunks[c0:c1]
+        for batch in self._batches(size):
             aos = [self._ao(chunk) for chunk in batch]
             p0, p1 = batch[0].g0 * lay.d, min(batch[-1].g1 * lay.d, lay.npts)
             rhos = [
@@ -283,6 +301,13 @@ class CPUBlockEngine:
         for op in ops:
             op.finish()
         return [pot.result() for pot in pots]
+
+    def _batches(self, size: int):
+        """Runs of consecutive selected chunks, ``size`` chunks at most each."""
+        chosen = range(len(self.chunks)) if self.selected is None else self.selected
+        for a, b in runs(chosen):
+            for c0, c1 in _ranges(b - a, size):
+                yield self.chunks[a + c0 : a + c1]
 
     def stats(self) -> dict:
         p = self.pattern

@@ -50,6 +50,20 @@ class BuildProfile:
     flops: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
+@dataclass(frozen=True)
+class JKTask:
+    """One unit of a build's work that can run anywhere: block ``block`` of the canonical class
+    ``cls`` (a bra pair group against a ket group). ``cost``: the graph FLOPs of the block's
+    quartets before screening (primitive loop trips times the per-primitive FLOPs, plus the
+    HRR per item), the estimate schedulers order and weigh tasks by."""
+
+    index: int
+    cls: str
+    block: int
+    quartets: int
+    cost: float
+
+
 def _cupy_or_none():
     try:
         import cupy
@@ -167,6 +181,24 @@ class JK:
         self.setup_seconds = time.perf_counter() - start
 
     @property
+    def tasks(self) -> list[JKTask]:
+        """The build's tasks in the engine's order (class by class, block by block); the
+        indices are what ``get_jk(..., tasks=...)`` takes."""
+        found = []
+        for kernels, class_blocks in self.classes:
+            f = kernels.store.flops
+            per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
+            for b, block in enumerate(class_blocks):
+                nb, nk = block.bra.size, block.ket.size
+                quartets = nb * (nb + 1) // 2 if block.triangle else nb * nk
+                cost = quartets * (
+                    per_primitive * block.bra.rows * block.ket.rows
+                    + f.hrr_per_contracted * block.items_per_quartet
+                )
+                found.append(JKTask(len(found), str(kernels.cls), b, quartets, float(cost)))
+        return found
+
+    @property
     def nao(self) -> int:
         """AOs of the molecule's basis (what densities and results are over)."""
         return self._nao
@@ -225,14 +257,21 @@ class JK:
                 )
         return dms
 
-    def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True):
+    def get_jk(
+        self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True, tasks=None
+    ):
         """(vj, vk) of ``dm`` ((nao, nao) or (n, nao, nao)), shaped like ``dm``; None for a
         matrix not asked for. NumPy in, NumPy out; CuPy in, CuPy out. Running out of device
-        memory raises :class:`DeviceError` with the sizes involved."""
+        memory raises :class:`DeviceError` with the sizes involved.
+
+        ``tasks``: indices into ``self.tasks``; only their quartets are built (screened against
+        the whole density as always), so the results over a partition of the tasks add up to
+        the full (vj, vk). None builds every task."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
+        selected = None if tasks is None else self._selected(tasks)
         try:
-            return self._build(dm, hermi, with_j, with_k)
+            return self._build(dm, hermi, with_j, with_k, selected)
         except Exception as exc:
             if not _out_of_memory(exc):
                 raise
@@ -244,7 +283,19 @@ class JK:
                 "at once"
             ) from exc
 
-    def _build(self, dm, hermi: int, with_j: bool, with_k: bool):
+    def _selected(self, tasks) -> list[list]:
+        """The blocks of each class that ``tasks`` (indices into ``self.tasks``) keep."""
+        wanted = {int(t) for t in tasks}
+        total = sum(len(b) for _, b in self.classes)
+        if wanted and (min(wanted) < 0 or max(wanted) >= total):
+            raise JKInputError(f"task indices must lie in [0, {total}), got {sorted(wanted)}")
+        out, first = [], 0
+        for _, class_blocks in self.classes:
+            out.append([b for i, b in enumerate(class_blocks) if first + i in wanted])
+            first += len(class_blocks)
+        return out
+
+    def _build(self, dm, hermi: int, with_j: bool, with_k: bool, selected=None):
         xp = self.arrays.xp
         dms = self._densities(dm, hermi)
         n = dms.shape[0]
@@ -262,7 +313,11 @@ class JK:
         blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
         screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
         tick("densities")
-        for kernels, class_blocks in self.classes:
+        for k, (kernels, class_blocks) in enumerate(self.classes):
+            if selected is not None:
+                class_blocks = selected[k]
+                if not class_blocks:
+                    continue
             for block, items in self._screener.class_items(self.pairs, class_blocks, screen):
                 tick("screening")
                 if prof is not None:
