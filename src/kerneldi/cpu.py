@@ -16,6 +16,7 @@ a small product, and where the thresholds keep most pairs (the default t_d) few 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,14 +179,14 @@ class CPUBlockEngine:
         return grid_tasks(self.pattern.col_ptr, self.layout.d, ranges)
 
     def select(self, tasks) -> None:
-        """Integrate only the chunks of ``tasks`` (indices into ``tasks()``) from now on; None
-        for all of them."""
+        """Integrate only the chunks of ``tasks`` (indices into ``tasks()``; a collection, or an
+        iterator the next call draws from) from now on; None for all of them."""
         self.selected = checked_selection(tasks, len(self.chunks))
 
-    def _active(self) -> list[Chunk]:
+    def _active(self):
         if self.selected is None:
             return self.chunks
-        return [self.chunks[i] for i in self.selected]
+        return (self.chunks[i] for i in self.selected)
 
     # -- operands ---------------------------------------------------------------------------
     def _positions(self, basis: np.ndarray) -> np.ndarray:
@@ -300,11 +301,17 @@ class CPUBlockEngine:
                     pot.chunk(chunk, ao, w[:, a : a + (chunk.g1 - chunk.g0) * lay.d])
         for op in ops:
             op.finish()
+        pots = pots or [_Potential(self, xctype) for _ in densities]  # no point selected
         return [pot.result() for pot in pots]
 
     def _batches(self, size: int):
-        """Runs of consecutive selected chunks, ``size`` chunks at most each."""
+        """Runs of consecutive selected chunks, ``size`` chunks at most each; one chunk at a
+        time from a selection drawn lazily."""
         chosen = range(len(self.chunks)) if self.selected is None else self.selected
+        if isinstance(chosen, Iterator):
+            for i in chosen:
+                yield [self.chunks[i]]
+            return
         for a, b in runs(chosen):
             for c0, c1 in _ranges(b - a, size):
                 yield self.chunks[a + c0 : a + c1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections.abc import Iterator
 
 import numpy as np
 from pyscf.dft import numint as pyscf_numint
@@ -139,8 +140,20 @@ class KerneLDIMixin:
     def select_tasks(self, tasks) -> None:
         """From now on ``nr_rks``/``nr_uks`` integrate only the grid points of ``tasks``
         (indices into ``xc_tasks``): nelec, Exc and Vxc of a partition of the tasks add up to
-        the whole grid's. None integrates every task again."""
-        self.task_selection = None if tasks is None else tuple(sorted({int(t) for t in tasks}))
+        the whole grid's. A collection holds for every later call; an iterator (a scheduler
+        handing tasks out) is drawn from by the next call, which must integrate one density
+        (one set, both spins of UKS); None integrates every task again."""
+        if tasks is None or isinstance(tasks, Iterator):
+            self.task_selection = tasks
+        else:
+            self.task_selection = tuple(sorted({int(t) for t in tasks}))
+
+    def _one_set_when_drawn(self, nset: int) -> None:
+        if isinstance(self.task_selection, Iterator) and nset > 1:
+            raise InputError(
+                f"{nset} density sets with tasks drawn from an iterator: an iterator serves one "
+                "integration; select a collection of tasks instead"
+            )
 
     def _engine_for(self, mol, grids, xctype: str):
         eng = self.get_engine(mol, grids, xctype)
@@ -309,6 +322,7 @@ class KerneLDIMixin:
             zeros = np.zeros(len(sets))
             vmat = self._array_out(np.zeros((len(sets), nao, nao)), device_in)
         else:
+            self._one_set_when_drawn(len(sets))
             eng = self._engine_for(mol, grids, xctype)
             out = [integrate.rks(eng, self, xc_code, xctype, d, c) for d, c in zip(sets, orbitals)]
             nelec_l, exc_l, vmat_l = zip(*out)
@@ -346,6 +360,7 @@ class KerneLDIMixin:
             excsum = np.zeros(nset)
             vmat = self._array_out(np.zeros((2, nset, nao, nao)), device_in)
         else:
+            self._one_set_when_drawn(nset)
             eng = self._engine_for(mol, grids, xctype)
             out = [
                 integrate.uks(eng, self, xc_code, xctype, a, b, (orbitals[k], orbitals[nset + k]))

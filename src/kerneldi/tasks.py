@@ -3,14 +3,16 @@ run anywhere, for callers that spread one XC integration over workers.
 
 A block engine restricted to a set of tasks (``select``) integrates only their grid points:
 nelec, Exc and Vxc of the restriction are the sums over those points, so the results of a
-partition of the tasks add up to the whole grid's. A task's cost is the number of kept
+partition of the tasks add up to the whole grid's. The selection is a collection (kept for
+every later call) or an iterator, drawn from lazily by the next call, task by task, as a
+scheduler hands tasks out. A task's cost is the number of kept
 (basis block, basis block) pairs over its grid blocks, times d^3: the work of the block-pair
 products of the density and the potential, which dominate a block engine's time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,15 +40,28 @@ def grid_tasks(col_ptr: np.ndarray, d: int, ranges: Iterable[tuple[int, int]]) -
     ]
 
 
-def checked_selection(tasks, count: int) -> tuple[int, ...] | None:
-    """``tasks`` (indices into an engine's task list of ``count``) as a sorted tuple, or None
-    for every task."""
+def checked_selection(tasks, count: int):
+    """``tasks`` (indices into an engine's task list of ``count``): a collection as a sorted
+    tuple, an iterator as a checked lazy iterator of distinct indices, None as None (every
+    task)."""
     if tasks is None:
         return None
+    if isinstance(tasks, Iterator):
+        return _checked_stream(tasks, count)
     chosen = tuple(sorted({int(t) for t in tasks}))
     if chosen and (chosen[0] < 0 or chosen[-1] >= count):
         raise InputError(f"task indices must lie in [0, {count}), got {list(chosen)}")
     return chosen
+
+
+def _checked_stream(tasks: Iterator, count: int) -> Iterator[int]:
+    seen: set[int] = set()
+    for t in tasks:
+        t = int(t)
+        if not 0 <= t < count or t in seen:
+            raise InputError(f"task {t}: not in [0, {count}) or drawn twice")
+        seen.add(t)
+        yield t
 
 
 def runs(indices: Iterable[int]) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -266,12 +267,12 @@ class JK:
 
         ``tasks``: indices into ``self.tasks``; only their quartets are built (screened against
         the whole density as always), so the results over a partition of the tasks add up to
-        the full (vj, vk). None builds every task."""
+        the full (vj, vk). Any iterable: an iterator is drawn from task by task as the build
+        goes (a scheduler handing tasks out on demand). None builds every task."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
-        selected = None if tasks is None else self._selected(tasks)
         try:
-            return self._build(dm, hermi, with_j, with_k, selected)
+            return self._build(dm, hermi, with_j, with_k, tasks)
         except Exception as exc:
             if not _out_of_memory(exc):
                 raise
@@ -283,19 +284,20 @@ class JK:
                 "at once"
             ) from exc
 
-    def _selected(self, tasks) -> list[list]:
-        """The blocks of each class that ``tasks`` (indices into ``self.tasks``) keep."""
-        wanted = {int(t) for t in tasks}
-        total = sum(len(b) for _, b in self.classes)
-        if wanted and (min(wanted) < 0 or max(wanted) >= total):
-            raise JKInputError(f"task indices must lie in [0, {total}), got {sorted(wanted)}")
-        out, first = [], 0
-        for _, class_blocks in self.classes:
-            out.append([b for i, b in enumerate(class_blocks) if first + i in wanted])
-            first += len(class_blocks)
-        return out
+    def _drawn(self, tasks) -> Iterator[tuple[int, Block]]:
+        """(class position, block) of each of ``tasks`` (indices into ``self.tasks``), in the
+        order given and as they are drawn, each at most once."""
+        where = [(k, b) for k, (_, bl) in enumerate(self.classes) for b in range(len(bl))]
+        seen: set[int] = set()
+        for t in tasks:
+            t = int(t)
+            if not 0 <= t < len(where) or t in seen:
+                raise JKInputError(f"task {t}: not in [0, {len(where)}) or given twice")
+            seen.add(t)
+            k, b = where[t]
+            yield k, self.classes[k][1][b]
 
-    def _build(self, dm, hermi: int, with_j: bool, with_k: bool, selected=None):
+    def _build(self, dm, hermi: int, with_j: bool, with_k: bool, tasks=None):
         xp = self.arrays.xp
         dms = self._densities(dm, hermi)
         n = dms.shape[0]
@@ -313,11 +315,11 @@ class JK:
         blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
         screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
         tick("densities")
-        for k, (kernels, class_blocks) in enumerate(self.classes):
-            if selected is not None:
-                class_blocks = selected[k]
-                if not class_blocks:
-                    continue
+        if tasks is None:
+            work = iter(self.classes)
+        else:
+            work = ((self.classes[k][0], [block]) for k, block in self._drawn(tasks))
+        for kernels, class_blocks in work:
             for block, items in self._screener.class_items(self.pairs, class_blocks, screen):
                 tick("screening")
                 if prof is not None:

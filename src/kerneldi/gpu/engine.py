@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -296,16 +297,19 @@ class GPUBlockEngine:
         return grid_tasks(self.col_ptr_host, self.layout.d, self._task_ranges())
 
     def select(self, tasks) -> None:
-        """Integrate only the grid blocks of ``tasks`` (indices into ``tasks()``) from now on;
-        None for all of them."""
+        """Integrate only the grid blocks of ``tasks`` (indices into ``tasks()``; a collection,
+        or an iterator the next call draws from) from now on; None for all of them."""
         self.selected = checked_selection(tasks, len(self._task_ranges()))
 
-    def _pass_ranges(self) -> list[tuple[int, int]]:
+    def _pass_ranges(self):
         """The grid-block ranges a call runs over: the batches, or the selected tasks' (joined
-        where consecutive when the AO blocks are cached, which any range can read)."""
+        where consecutive when the AO blocks are cached, which any range can read; one at a
+        time from a selection drawn lazily)."""
         if self.selected is None:
             return self.batches
         ranges = self._task_ranges()
+        if isinstance(self.selected, Iterator):
+            return (ranges[i] for i in self.selected)
         if self.data is None:
             return [ranges[i] for i in self.selected]
         return [(ranges[a][0], ranges[b - 1][1]) for a, b in runs(self.selected)]
@@ -477,6 +481,7 @@ class GPUBlockEngine:
                 pot.run(g0, g1, data)
         for p in dens:
             p.finish()
+        pots = pots or [_PotentialPass(self, xctype) for _ in densities]  # no point selected
         return [pot.result() for pot in pots]
 
     def _cached_fraction(self) -> float:
