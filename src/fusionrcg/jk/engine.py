@@ -258,9 +258,7 @@ class JK:
                 )
         return dms
 
-    def get_jk(
-        self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True, tasks=None
-    ):
+    def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True, tasks=None):
         """(vj, vk) of ``dm`` ((nao, nao) or (n, nao, nao)), shaped like ``dm``; None for a
         matrix not asked for. NumPy in, NumPy out; CuPy in, CuPy out. Running out of device
         memory raises :class:`DeviceError` with the sizes involved.
