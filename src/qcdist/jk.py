@@ -42,16 +42,22 @@ def _recorded(source, into: list[int]):
         yield t
 
 
+TASK_PAIRS = 256
+"""Bra pairs per task by default (``JK(task_pairs=...)``): a large molecule's biggest blocks
+cut into tasks a device still fills, and enough of them for a pulled schedule to even out."""
+
+
 class DistributedJK:
     """J and K of ``mol`` over the ranks of ``ctx``. ``schedule``: "pull" or "static";
-    ``jk_options``: ``fusionrcg.JK``'s (``tol``, ``options``, ...), the same on every rank.
-    Making one is collective (the pull queue's window)."""
+    ``jk_options``: ``fusionrcg.JK``'s (``tol``, ``options``, ``task_pairs``, ...), the same
+    on every rank. Making one is collective (the pull queue's window)."""
 
     def __init__(
         self, ctx: Context, mol, schedule: str = "pull", reducer: Reducer | None = None,
         **jk_options,
     ) -> None:  # fmt: skip
         self.ctx = ctx
+        jk_options.setdefault("task_pairs", TASK_PAIRS)
         self.jk = JK(mol, backend=ctx.backend, **jk_options)
         self.costs = [t.cost for t in self.jk.tasks]
         self.scheduler = Scheduler(ctx.comm, schedule)

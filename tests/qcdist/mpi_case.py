@@ -16,6 +16,7 @@ from qcdist.__main__ import molecule
 
 BASIS = "6-31g"
 XC = "b3lyp"
+TASK_PAIRS = 3  # blocks cut into pieces: more tasks than ranks, triangle pieces included
 
 
 def water_xyz(path: str) -> str:
@@ -46,7 +47,7 @@ def main() -> None:
     g = grid(mol)
     found: dict[str, np.ndarray] = {}
     for schedule in qcdist.SCHEDULES:
-        jk = qcdist.DistributedJK(ctx, mol, schedule)
+        jk = qcdist.DistributedJK(ctx, mol, schedule, task_pairs=TASK_PAIRS)
         ni = qcdist.distributed_numint(ctx, mol, schedule)
         vj, vk = jk.get_jk(sym if ctx.root else None)
         jk_tasks = ctx.comm.gather(jk.last.tasks, root=0)

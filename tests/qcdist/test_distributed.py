@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mpi_case import BASIS, XC, densities, grid, water_xyz
+from mpi_case import BASIS, TASK_PAIRS, XC, densities, grid, water_xyz
 
 import qcdist
 from qcdist.__main__ import molecule
@@ -45,7 +45,8 @@ def single(tmp_path_factory):
             "gj": hf.get_jk(mol, general, hermi=0)[0], "gk": hf.get_jk(mol, general, hermi=0)[1],
             "rks": ref.nr_rks(mol, g, XC, sym), "uks": ref.nr_uks(mol, g, XC, pair),
         },
-        "jk_tasks": len(jk.tasks), "xc_tasks": len(ni.xc_tasks(mol, g, XC)),
+        "jk_tasks": len(JK(mol, backend="cpu", task_pairs=TASK_PAIRS).tasks),
+        "xc_tasks": len(ni.xc_tasks(mol, g, XC)),
     }  # fmt: skip
 
 

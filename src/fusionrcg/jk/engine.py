@@ -103,6 +103,9 @@ class JK:
     shell's primitives. ``max_work``: primitive quartets per work item at most (larger quartets
     are split); by default the GPU executor's, none on the CPU. ``spread_items`` (GPU): give
     the integral kernels each block's items in a strided order (``tasks.DeviceScreener``).
+    ``task_pairs``: cut each block into blocks of this many bra pairs at most, so that a build
+    divides into tasks (``tasks``) small enough to spread over many devices; by default whole
+    blocks.
     """
 
     def __init__(
@@ -116,12 +119,15 @@ class JK:
         decontract: bool = False,
         max_work: int | None = None,
         spread_items: bool = True,
+        task_pairs: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
             raise JKInputError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
         if not tol > 0.0:
             raise JKInputError(f"the screening threshold must be positive, got {tol!r}")
+        if task_pairs is not None and task_pairs < 1:
+            raise JKInputError(f"task_pairs must be a positive count, got {task_pairs!r}")
         if getattr(mol, "omega", 0.0):
             raise NotImplementedError(
                 f"range-separated Coulomb (mol.omega = {mol.omega}) is not implemented by the "
@@ -178,7 +184,9 @@ class JK:
             for ket_ls, ket in groups.items():
                 if bra[0].key >= ket[0].key:
                     kernels = self.kernels(QuartetClass(*bra_ls, *ket_ls))
-                    self.classes.append((kernels, blocks(bra, ket, self.max_work)))
+                    found = blocks(bra, ket, self.max_work)
+                    found = [piece for b in found for piece in b.pieces(task_pairs)]
+                    self.classes.append((kernels, found))
         self.setup_seconds = time.perf_counter() - start
 
     @property
@@ -190,8 +198,7 @@ class JK:
             f = kernels.store.flops
             per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
             for b, block in enumerate(class_blocks):
-                nb, nk = block.bra.size, block.ket.size
-                quartets = nb * (nb + 1) // 2 if block.triangle else nb * nk
+                quartets = block.quartets
                 cost = quartets * (
                     per_primitive * block.bra.rows * block.ket.rows
                     + f.hrr_per_contracted * block.items_per_quartet
