@@ -137,7 +137,20 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     commands = {"measure": measure_command, "comm": comm_command,
                 "ablation": ablation_command, "model": model_command}  # fmt: skip
-    return commands[a.command](a)
+    if a.command not in ("comm", "ablation"):
+        return commands[a.command](a)
+    try:
+        return commands[a.command](a)
+    except Exception:
+        # under MPI one failing rank leaves the others in a collective: end the whole job
+        import traceback
+
+        from qcdist.comm import mpi
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        mpi().COMM_WORLD.Abort(1)
+        return 1
 
 
 if __name__ == "__main__":
