@@ -10,7 +10,6 @@ one node and ranks across nodes; mpi4py is imported here and nowhere in the engi
 
 from __future__ import annotations
 
-import os
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -90,11 +89,3 @@ def init(comm=None, backend: str = "auto") -> Context:
         cupy.cuda.Device(device).use()
         key = f"{node}:{cupy.cuda.runtime.deviceGetPCIBusId(device)}"
     return Context(comm, comm.rank, comm.size, local_rank, local_size, node, backend, device, key)
-
-
-def launched_ranks() -> int | None:
-    """The world size a launcher announced in the environment (mpirun, srun), if any."""
-    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "PMIX_SIZE"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return None
