@@ -7,6 +7,8 @@ root returns the converged SCF object, the other ranks None once the root is don
 
 from __future__ import annotations
 
+import sys
+import traceback
 from dataclasses import dataclass
 
 from fusionrcg.jk import FusionJKMixin
@@ -86,8 +88,14 @@ def run_scf(ctx: Context, mol, opts: ScfOptions = ScfOptions(), jk_options: dict
             mf.conv_tol = opts.conv_tol
             mf.max_cycle = opts.max_cycle
             mf.kernel()
-        finally:
-            service.stop()
+        except BaseException:
+            # the serving ranks may be inside a build's collective, where a stop request would
+            # never reach them: end the whole job
+            traceback.print_exc()
+            sys.stderr.flush()
+            ctx.comm.Abort(1)
+            raise
+        service.stop()
         return mf
     finally:
         service.free()

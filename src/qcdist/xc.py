@@ -151,8 +151,17 @@ class DistributedNumIntMixin:
         self._dist_costs.clear()
 
     def _costs(self, mol, grids, xc_code) -> list[float]:
+        """The grid tasks' costs, the root's on every rank (so that every rank orders the same
+        task numbers alike); every rank's engine has the same tasks. Collective on the first
+        call of a grid and functional, which every rank makes at the same point."""
         if xc_code not in self._dist_costs:
-            self._dist_costs[xc_code] = [t.cost for t in self.xc_tasks(mol, grids, xc_code)]
+            mine = [t.cost for t in self.xc_tasks(mol, grids, xc_code)]
+            costs = self.dist_ctx.comm.bcast(mine if self.dist_ctx.root else None, root=0)
+            if len(costs) != len(mine):
+                raise DistError(
+                    f"rank {self.dist_ctx.rank} has {len(mine)} grid tasks, the root {len(costs)}"
+                )
+            self._dist_costs[xc_code] = costs
         return self._dist_costs[xc_code]
 
     def free(self) -> None:

@@ -1,6 +1,7 @@
 """Distributed J/K, XC and SCF on the CPU backend under mpiexec: the summed results of 1, 2
 and 4 ranks, pulled and static, equal the single-process engines' (1e-10) and PySCF's
-(1e-10), every task is built once, and a 2-rank SCF gives the single-process energy (1e-9 Eh).
+(1e-10), every task is built once, and the SCF of 2 and 3 ranks (RKS; UKS of the cation) gives
+the single-process energy (1e-9 Eh).
 """
 
 from __future__ import annotations
@@ -96,7 +97,13 @@ def test_every_task_is_built_once(ranks, launched, single):
                 assert built.tolist() == list(range(len(built)))
 
 
-def test_scf_over_two_ranks_gives_the_single_process_energy(run_mpi, tmp_path):
+@pytest.mark.parametrize(
+    ("ranks", "schedule", "charge", "spin"),
+    [(2, "pull", 0, 0), (3, "static", 1, 1)],
+    ids=["rks-2-pull", "uks-cation-3-static"],
+)
+def test_scf_over_ranks_gives_the_single_process_energy(ranks, schedule, charge, spin, run_mpi,
+                                                         tmp_path):  # fmt: skip
     from pyscf import dft
 
     import fusionrcg
@@ -104,11 +111,13 @@ def test_scf_over_two_ranks_gives_the_single_process_energy(run_mpi, tmp_path):
 
     xyz = water_xyz(str(tmp_path / "w.xyz"))
     out = tmp_path / "scf.json"
-    run_mpi(2, "-m", "qcdist", "scf", xyz, "--basis", BASIS, "--xc", XC, "--grid-level", "1",
-            "--conv-tol", "1e-11", "--backend", "cpu", "--output", str(out))  # fmt: skip
+    run_mpi(ranks, "-m", "qcdist", "scf", xyz, "--basis", BASIS, "--xc", XC, "--grid-level", "1",
+            "--conv-tol", "1e-11", "--backend", "cpu", "--schedule", schedule, "--charge",
+            str(charge), "--spin", str(spin), "--output", str(out))  # fmt: skip
     got = json.loads(out.read_text())
-    assert got["converged"] and got["ranks"] == 2
-    mf = dft.RKS(molecule(xyz, BASIS))
+    assert got["converged"] and got["ranks"] == ranks
+    mol = molecule(xyz, BASIS, charge, spin)
+    mf = dft.UKS(mol) if spin else dft.RKS(mol)
     mf.xc, mf.grids.level, mf.conv_tol = XC, 1, 1e-11
     fusionrcg.apply(mf, backend="cpu")
     mf._numint = kerneldi.NumInt("cpu")
