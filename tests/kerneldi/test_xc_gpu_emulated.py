@@ -435,7 +435,7 @@ def test_a_grouped_engine_is_released_with_its_numint(small):
 
 @pytest.mark.parametrize(
     ("engine_options", "ao_cache"),
-    [({"task_blocks": 4}, "always"), ({"batch_bytes": 40_000}, "never")],
+    [({"task_blocks": 4}, "always"), ({"batch_bytes": 270_000}, "never")],  # 4 blocks a batch
     ids=["cached", "batched"],
 )
 def test_grid_tasks_of_a_partition_add_up_to_the_whole_grid(small, engine_options, ao_cache):
