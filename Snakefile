@@ -24,6 +24,7 @@ include: "workflow/rules/xc.smk"
 include: "workflow/rules/jk.smk"
 include: "workflow/rules/aimd.smk"
 include: "workflow/rules/records.smk"
+include: "workflow/rules/dist.smk"
 
 
 # the kernel builds need nvcc, the GPU stages a GPU as well (common.smk)

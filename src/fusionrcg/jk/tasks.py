@@ -14,7 +14,7 @@ candidates are tested. On the GPU one kernel tests them and writes the survivors
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,10 +54,35 @@ class Block:
     bra_size: int = 0
     ket_chunks: int = 1
     ket_size: int = 0
+    lo: int = 0  # the block's bra pairs [lo, hi) of its bra group (hi None: to its end)
+    hi: int | None = None
 
     @property
     def items_per_quartet(self) -> int:
         return self.bra_chunks * self.ket_chunks
+
+    @property
+    def bra_stop(self) -> int:
+        """The end of the block's bra pairs, local to the bra group."""
+        return self.bra.size if self.hi is None else self.hi
+
+    @property
+    def bra_pairs(self) -> int:
+        return self.bra_stop - self.lo
+
+    @property
+    def quartets(self) -> int:
+        """Quartets before screening (in a triangle block, kets at or before the bra)."""
+        if self.triangle:
+            return (self.bra_stop * (self.bra_stop + 1) - self.lo * (self.lo + 1)) // 2
+        return self.bra_pairs * self.ket.size
+
+    def pieces(self, pairs: int | None) -> list[Block]:
+        """The block cut into blocks of ``pairs`` bra pairs at most (itself for None)."""
+        if pairs is None or self.bra_pairs <= pairs:
+            return [self]
+        edges = list(range(self.lo, self.bra_stop, pairs)) + [self.bra_stop]
+        return [replace(self, lo=a, hi=b) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -89,14 +114,15 @@ def blocks(bra: list[PairGroup], ket: list[PairGroup], max_work: int | None) -> 
 
 def _ket_counts(xp, table: PairTable, block: Block, screen: Screen):
     """Per bra pair, how many kets (a prefix of the ket group) pass with the largest density
-    block; in a triangle block only kets at or before the bra."""
-    qb = table.bound[block.bra.start : block.bra.stop]
+    block (its pairs [lo, hi) of the bra group); in a triangle block only kets at or before the
+    bra."""
+    qb = table.bound[block.bra.start + block.lo : block.bra.start + block.bra_stop]
     qk = table.bound[block.ket.start : block.ket.stop]
     with np.errstate(divide="ignore"):
         need = screen.tol / (qb * screen.largest)
     counts = xp.searchsorted(-qk, -need, side="right")
     if block.triangle:
-        counts = xp.minimum(counts, xp.arange(1, block.bra.size + 1))
+        counts = xp.minimum(counts, xp.arange(block.lo + 1, block.bra_stop + 1))
     return counts.astype(xp.int64)
 
 
@@ -127,12 +153,12 @@ class HostScreener:
 
     def items(self, table: PairTable, block: Block, screen: Screen) -> Iterator[ItemBatch]:
         xp = self.arrays.xp
-        if screen.largest <= 0.0 or block.bra.size == 0 or block.ket.size == 0:
+        if screen.largest <= 0.0 or block.bra_pairs <= 0 or block.ket.size == 0:
             return
         counts = _ket_counts(xp, table, block, screen)
         for lo, hi in _bra_ranges(self.arrays.to_host(counts), self.limit):
             owner, local = expand(xp, counts[lo:hi])
-            ib = block.bra.start + lo + owner
+            ib = block.bra.start + block.lo + lo + owner
             ik = block.ket.start + local
             a, b = table.first[ib], table.second[ib]
             c, d = table.first[ik], table.second[ik]
@@ -359,7 +385,8 @@ class DeviceScreener:
     def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
         if screen.largest <= 0.0:
             return
-        whole = [_Segment(b, 0, b.bra.size) for b in class_blocks if b.bra.size and b.ket.size]
+        whole = [_Segment(b, b.lo, b.bra_stop) for b in class_blocks
+                 if b.bra_pairs > 0 and b.ket.size]  # fmt: skip
         if not whole:
             return
         room = self._launch(table, screen, whole, write=False)
@@ -373,7 +400,7 @@ class DeviceScreener:
                 counts = _ket_counts(self.arrays.xp, table, block, screen)
                 counts = self.arrays.to_host(counts) * block.items_per_quartet
                 pieces = [
-                    (_Segment(block, lo, hi), int(counts[lo:hi].sum()))
+                    (_Segment(block, block.lo + lo, block.lo + hi), int(counts[lo:hi].sum()))
                     for lo, hi in _bra_ranges(counts, self.limit)
                 ]
             for piece in pieces:

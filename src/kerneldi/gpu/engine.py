@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -22,9 +23,13 @@ from ..errors import InputError
 from ..integrate import AO_DERIV, NVAR
 from ..layout import Layout
 from ..settings import Settings
+from ..tasks import XcTask, checked_selection, grid_tasks, runs
 from . import kernels as kd
 
 BATCH_BYTES = 4 * 1024**3  # AO values of one grid batch
+# grid blocks per task (``tasks.py``) when every AO block stays on the device: enough work per
+# task to fill a device's launches, small enough for a schedule over many devices to even out
+TASK_BLOCKS = 256
 # grid blocks per thread block of the potential kernels, which run segment after segment: the
 # AO tiles of the blocks that run at one time then fit in L2 and come from there; far longer
 # segments overflow it, far shorter ones add per-block overhead
@@ -190,8 +195,10 @@ class GPUBlockEngine:
         segment_blocks: int = SEGMENT_BLOCKS,
         density_row_groups: int = DENSITY_ROW_GROUPS,
         profile: bool = False,
+        task_blocks: int = TASK_BLOCKS,
     ):
         t_setup = time.perf_counter()
+        self.task_blocks = max(1, int(task_blocks))
         settings = kd.resolve(settings, device)
         self.segment_blocks = segment_blocks
         self.density_row_groups = density_row_groups
@@ -276,8 +283,38 @@ class GPUBlockEngine:
             for g0, g1 in self.batches[: _leading_that_fit(sizes, room)]:
                 self.batch_cache[(g0, g1)] = self._evaluate(g0, g1)
         self.counts: dict[str, int] = {}
+        self.selected: tuple[int, ...] | None = None
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
+
+    # -- tasks: ranges of TASK_BLOCKS grid blocks when cached, else the grid batches ----------
+    def _task_ranges(self) -> list[tuple[int, int]]:
+        if self.data is None:
+            return list(self.batches)
+        n, step = self.layout.ngb, self.task_blocks
+        return [(g0, min(g0 + step, n)) for g0 in range(0, n, step)]
+
+    def tasks(self) -> list[XcTask]:
+        """The engine's grid tasks (``tasks.py``)."""
+        return grid_tasks(self.col_ptr_host, self.layout.d, self._task_ranges())
+
+    def select(self, tasks) -> None:
+        """Integrate only the grid blocks of ``tasks`` (indices into ``tasks()``; a collection,
+        or an iterator the next call draws from) from now on; None for all of them."""
+        self.selected = checked_selection(tasks, len(self._task_ranges()))
+
+    def _pass_ranges(self):
+        """The grid-block ranges a call runs over: the batches, or the selected tasks' (joined
+        where consecutive when the AO blocks are cached, which any range can read; one at a
+        time from a selection drawn lazily)."""
+        if self.selected is None:
+            return self.batches
+        ranges = self._task_ranges()
+        if isinstance(self.selected, Iterator):
+            return (ranges[i] for i in self.selected)
+        if self.data is None:
+            return [ranges[i] for i in self.selected]
+        return [(ranges[a][0], ranges[b - 1][1]) for a, b in runs(self.selected)]
 
     def apply_settings(self, settings: Settings) -> None:
         """Another product mode, tiling, pair threshold or density form on the same blocks (the
@@ -374,7 +411,7 @@ class GPUBlockEngine:
         """rho (and grad rho, tau) from R = D Phi, or from R = C^T Phi when ``orbitals``
         (C sqrt(n) of D) are given and the form setting picks them (``forms.py``)."""
         dens = self._density_pass(dm, xctype, orbitals)
-        for g0, g1 in self.batches:
+        for g0, g1 in self._pass_ranges():
             dens.run(g0, g1, self._batch_data(g0, g1))
         dens.finish()
         return dens.rho[:, : self.layout.npts]
@@ -420,7 +457,7 @@ class GPUBlockEngine:
     def potential(self, wv, xctype: str):
         pot = _PotentialPass(self, xctype)
         pot.set_weights(0, self.layout.ngb, wv)
-        for g0, g1 in self.batches:
+        for g0, g1 in self._pass_ranges():
             pot.run(g0, g1, self._batch_data(g0, g1))
         return pot.result()
 
@@ -428,13 +465,14 @@ class GPUBlockEngine:
     def xc_pass(self, densities: list, xctype: str, xc) -> list:
         """``integrate.xc_pass``: with every AO block cached, the whole grid at once; otherwise
         densities, ``xc`` and potentials batch by batch, so that a batch's AO values are made
-        once per call instead of once for the densities and again for the potentials."""
-        if self.data is not None:
+        once per call instead of once for the densities and again for the potentials. With a
+        task selection, only the selected ranges, one after another."""
+        if self.data is not None and self.selected is None:
             return integrate.whole_grid_pass(self, densities, xctype, xc)
         xp, d, npts = self.xp, self.layout.d, self.layout.npts
         dens = [self._density_pass(dm, xctype, orbitals) for dm, orbitals in densities]
         pots = []
-        for g0, g1 in self.batches:
+        for g0, g1 in self._pass_ranges():
             data = self._batch_data(g0, g1)
             for p in dens:
                 p.run(g0, g1, data)
@@ -446,6 +484,7 @@ class GPUBlockEngine:
                 pot.run(g0, g1, data)
         for p in dens:
             p.finish()
+        pots = pots or [_PotentialPass(self, xctype) for _ in densities]  # no point selected
         return [pot.result() for pot in pots]
 
     def _cached_fraction(self) -> float:

@@ -1,0 +1,106 @@
+# Distributed J/K and XC (qcdist) over MPI ranks, one per GPU where there are GPUs (the CPU
+# backend otherwise). `snakemake ablation_no_scheduling`: the same builds with the tasks pulled
+# from the shared counter and with the static partition, on each rank count of the config,
+# measured here: a table of wall times and load imbalance, and the measured scaling plot.
+# `snakemake scaling_model`: per-task costs measured on one device and the broadcast/reduction
+# costs between two ranks, fed to the scaling model for 8-64 devices (table and plot beside the
+# papers' numbers). A distributed rule starts its ranks as "{resources.mpi} -n {resources.tasks}"
+# (config dist.launcher; srun under profiles/slurm).
+DIST = config["dist"]
+DIST_DIR = f"{RESULTS}/dist"
+DIST_BENCH = f"{PY} -m qcbench.dist"
+ABL = DIST["ablation"]
+MODEL = DIST["model"]
+
+
+rule dist_ablation_run:
+    """Pull against static on {wildcards.ranks} ranks: the J/K and XC builds timed."""
+    output:
+        f"{DIST_DIR}/ablation/ranks{{ranks}}.json",
+    wildcard_constraints:
+        ranks=r"\d+",
+    resources:
+        mpi=DIST["launcher"],
+        tasks=lambda wc: int(wc.ranks),
+        gpu=1 if GPU else 0,
+    log:
+        f"{RESULTS}/logs/dist/ablation_ranks{{ranks}}.log",
+    shell:
+        "{resources.mpi} -n {resources.tasks} {DIST_BENCH} ablation"
+        " --molecule {ABL[molecule]} --basis {ABL[basis]} --xc {ABL[xc]}"
+        " --grid-level {ABL[grid_level]} --task-pairs {ABL[task_pairs]}"
+        " --repeats {ABL[repeats]} --out {output} > {log} 2>&1"
+
+
+rule ablation_no_scheduling:
+    """The no-scheduling ablation's table (CSV, markdown) and the measured scaling plot."""
+    input:
+        expand(f"{DIST_DIR}/ablation/ranks{{ranks}}.json", ranks=ABL["ranks"]),
+    output:
+        table=f"{DIST_DIR}/ablation_no_scheduling.csv",
+        table_md=f"{DIST_DIR}/ablation_no_scheduling.md",
+        figure=f"{DIST_DIR}/scaling_measured.png",
+    log:
+        f"{RESULTS}/logs/dist/ablation_table.log",
+    shell:
+        "{PY} {SCRIPTS}/dist_ablation_table.py {input} --out-table {output.table}"
+        " {output.table_md} --out-figure {output.figure} > {log} 2>&1"
+
+
+rule dist_measure:
+    """Per-task costs of both engines on one device (one process)."""
+    output:
+        f"{DIST_DIR}/model/task_costs.json",
+    params:
+        m=MODEL["measure"],
+        backend="gpu" if GPU else "cpu",
+    resources:
+        gpu=1 if GPU else 0,
+    log:
+        f"{RESULTS}/logs/dist/measure.log",
+    shell:
+        "{DIST_BENCH} measure --molecule {params.m[molecule]}"
+        " --jk-basis {params.m[jk_basis]} --xc-basis {params.m[xc_basis]}"
+        " --grid-level {params.m[grid_level]} --task-pairs {params.m[task_pairs]}"
+        " --repeats {params.m[repeats]} --backend {params.backend} --out {output} > {log} 2>&1"
+
+
+rule dist_comm:
+    """Broadcast and reduction seconds between ranks (qcdist's own calls)."""
+    output:
+        f"{DIST_DIR}/model/communication.json",
+    resources:
+        mpi=DIST["launcher"],
+        tasks=MODEL["comm_ranks"],
+        gpu=1 if GPU else 0,
+    log:
+        f"{RESULTS}/logs/dist/comm.log",
+    shell:
+        "{resources.mpi} -n {resources.tasks} {DIST_BENCH} comm --out {output} > {log} 2>&1"
+
+
+rule scaling_model:
+    """Predicted speedup and efficiency of pull and static on 8-64 devices (ubiquitin)."""
+    input:
+        costs=rules.dist_measure.output[0],
+        comm=rules.dist_comm.output[0],
+    output:
+        table=f"{DIST_DIR}/scaling_model.csv",
+        table_md=f"{DIST_DIR}/scaling_model.md",
+        figure=f"{DIST_DIR}/scaling_model.png",
+    params:
+        t=MODEL["target"],
+        links=MODEL["links"],
+        e=MODEL["exponents"],
+        ranks=" ".join(str(r) for r in MODEL["ranks"]),
+    log:
+        f"{RESULTS}/logs/dist/model.log",
+    shell:
+        "{DIST_BENCH} model --costs {input.costs} --comm {input.comm}"
+        " --target {params.t[name]} --formula {params.t[formula]}"
+        " --jk-basis {params.t[jk_basis]} --xc-basis {params.t[xc_basis]} --ranks {params.ranks}"
+        " --gpus-per-node {params.links[gpus_per_node]} --nvlink-gbs {params.links[nvlink_gbs]}"
+        " --infiniband-gbs {params.links[infiniband_gbs]} --fetch-s {params.links[fetch_s]}"
+        " --jk-work-exponent {params.e[jk_work]} --xc-work-exponent {params.e[xc_work]}"
+        " --task-exponent {params.e[tasks]} --out-table {output.table} {output.table_md}"
+        " --out-figure {output.figure} > {log} 2>&1"
