@@ -108,19 +108,17 @@ class KerneLDIMixin:
             t0 = time.perf_counter()
             basis_perm = self._kept_basis_order(mol, previous)
             self.orders_reused = basis_perm is not None
-            layout = make_layout(
-                mol,
-                _host(coords),
-                _host(weights),
-                None if atm_idx is None else _host(atm_idx),
-                self.settings,
-                basis_perm,
-            )
+            layout = self._layout(mol, coords, weights, atm_idx, basis_perm)
             self.layout_seconds = time.perf_counter() - t0
             eng = self._engine = self._new_engine(mol, layout, xctype)
             self._engine_key = key
             self._orders_of = (_basis_fingerprint(mol), mol.atom_coords())
         return eng
+
+    def _layout(self, mol, coords, weights, atm_idx, basis_perm):
+        """The block layout of this grid (host copies of its arrays) under the settings."""
+        atoms = None if atm_idx is None else _host(atm_idx)
+        return make_layout(mol, _host(coords), _host(weights), atoms, self.settings, basis_perm)
 
     def get_grad_engine(self, mol, grids, xctype: str):
         """The gradient's engine of this geometry and grid (AO derivatives one order above the
@@ -132,14 +130,7 @@ class KerneLDIMixin:
         if eng is None or self._grad_engine_key != key or eng.deriv < deriv:
             self._grad_engine = None
             coords, weights, atm_idx = self._grid_arrays(mol, grids)
-            layout = make_layout(
-                mol,
-                _host(coords),
-                _host(weights),
-                None if atm_idx is None else _host(atm_idx),
-                self.settings,
-                self.basis_order_of(mol),
-            )
+            layout = self._layout(mol, coords, weights, atm_idx, self.basis_order_of(mol))
             eng = self._grad_engine = self._new_engine(mol, layout, xctype, deriv)
             self._grad_engine_key = key
         return eng
