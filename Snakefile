@@ -23,8 +23,8 @@ include: "workflow/rules/eri_gpu.smk"
 include: "workflow/rules/xc.smk"
 include: "workflow/rules/jk.smk"
 include: "workflow/rules/aimd.smk"
-include: "workflow/rules/records.smk"
 include: "workflow/rules/dist.smk"
+include: "workflow/rules/records.smk"
 
 
 # the kernel builds need nvcc, the GPU stages a GPU as well (common.smk)
@@ -39,4 +39,5 @@ rule all:
         XC_REPORTS,
         JK_REPORTS,
         AIMD_REPORTS,
+        DIST_REPORTS,
         INDEX,

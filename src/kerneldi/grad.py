@@ -14,8 +14,9 @@ depend on every atom. Per atom A, an engine on A's points (the same basis order)
 whose trace with D is the points' motion (2 tr(V^A_k D) added to atom A), and
 sum_g eps rho (dw_g/dR_B) the weights' response added to every atom B.
 
-``Gradients(mf)`` / ``apply_grad(mf_grad)`` make a PySCF RKS/UKS gradient object take its XC
-part from ``mf._numint`` when that is a ``kerneldi.NumInt`` (other parts unchanged).
+``Gradients(mf)`` / ``apply_grad(mf_grad)`` make a PySCF or GPU4PySCF RKS/UKS gradient object
+take its XC part from ``mf._numint`` when that is a ``kerneldi.NumInt`` (other parts, the J/K
+derivatives among them, unchanged).
 """
 
 from __future__ import annotations
@@ -205,27 +206,81 @@ class KerneLDIGradMixin:
         return vj[0] + vj[1] - vk if unrestricted else vj - vk * 0.5
 
 
+class KerneLDIGPUGradMixin:
+    """``energy_ee`` of GPU4PySCF's RKS/UKS gradients (its per-atom two-electron part) with
+    the XC part from ``kerneldi`` (``xc_gradient``, grid response as asked) and the Coulomb
+    and exchange part from the object's own ``jk_energy_per_atom``; falls back to the parent
+    where ``mf._numint`` is not a ``kerneldi.NumInt``."""
+
+    def energy_ee(self, mol=None, dm=None, verbose=None):
+        import cupy
+
+        from .numint import KerneLDIMixin
+
+        mf = self.base
+        ni = mf._numint
+        if not isinstance(ni, KerneLDIMixin):
+            return super().energy_ee(mol, dm, verbose)
+        if mf.do_nlc():
+            raise FunctionalError("non-local (VV10) correlation is not supported by kerneldi")
+        mol = self.mol if mol is None else mol
+        dm = mf.make_rdm1() if dm is None else dm
+        grids = self.grids if self.grids is not None else mf.grids
+        if grids.coords is None:
+            grids.build(sort_grids=True)
+        spin = int(np.ndim(dm) == 3)
+        de = cupy.asarray(xc_gradient(ni, mol, grids, mf.xc, dm, spin, self.grid_response))
+        # exchange of a range-separated hybrid: alpha of the full-range operator plus
+        # (hyb - alpha) of the short-range one (omega < 0 selects it)
+        omega, alpha, hyb = ni.rsh_and_hybrid_coeff(mf.xc, spin=mol.spin)
+        hybrid = ni.libxc.is_hybrid_xc(mf.xc)
+        k_full = (alpha if omega != 0 else hyb) if hybrid else 0.0
+        de += self.jk_energy_per_atom(dm, 1.0, k_full, verbose=verbose)
+        if hybrid and omega != 0:
+            de += self.jk_energy_per_atom(dm, 0.0, hyb - alpha, omega=-omega, verbose=verbose)
+        return de
+
+
 @functools.cache
-def _with_kerneldi(cls: type) -> type:
-    return type(f"KerneLDI{cls.__name__}", (KerneLDIGradMixin, cls), {})
+def _with_kerneldi(mixin: type, cls: type) -> type:
+    return type(f"KerneLDI{cls.__name__}", (mixin, cls), {})
 
 
 def apply_grad(mf_grad):
-    """Makes this PySCF RKS/UKS gradient object (only it) take its XC part from KerneLDI;
-    returns it. ``mf_grad.base._numint`` must be a ``kerneldi.NumInt``."""
+    """Makes this PySCF or GPU4PySCF RKS/UKS gradient object (only it) take its XC part from
+    KerneLDI; returns it. ``mf_grad.base._numint`` must be a ``kerneldi.NumInt`` (of the
+    matching backend) when the gradient runs, else the object's own XC code runs."""
     from pyscf.grad import rks as rks_grad
 
-    if not isinstance(mf_grad, rks_grad.Gradients) and not _is_uks_grad(mf_grad):
-        raise InputError(f"expected a PySCF RKS or UKS gradient object, got {type(mf_grad)}")
+    if _is_gpu4pyscf_ks_grad(mf_grad):
+        mixin = KerneLDIGPUGradMixin
+    elif isinstance(mf_grad, rks_grad.Gradients) or _is_uks_grad(mf_grad):
+        mixin = KerneLDIGradMixin
+    else:
+        raise InputError(
+            f"expected a PySCF or GPU4PySCF RKS or UKS gradient object, got {type(mf_grad)}"
+        )
     if hasattr(mf_grad, "auxbasis_response"):
         # density fitting: PySCF's get_veff there also carries the auxiliary basis response
         raise InputError(
             "density-fitted gradient objects are not supported by kerneldi.apply_grad; "
             "use the gradient object of an SCF without density fitting"
         )
-    if not isinstance(mf_grad, KerneLDIGradMixin):
-        mf_grad.__class__ = _with_kerneldi(type(mf_grad))
+    if not isinstance(mf_grad, mixin):
+        mf_grad.__class__ = _with_kerneldi(mixin, type(mf_grad))
     return mf_grad
+
+
+def _is_gpu4pyscf_ks_grad(obj) -> bool:
+    """Whether ``obj`` is a GPU4PySCF RKS/UKS gradient object (without importing GPU4PySCF
+    where no one has)."""
+    import sys
+
+    if "gpu4pyscf" not in sys.modules:
+        return False
+    from gpu4pyscf.grad import rks, uks
+
+    return isinstance(obj, (rks.Gradients, uks.Gradients))
 
 
 def _is_uks_grad(obj) -> bool:

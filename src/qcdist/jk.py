@@ -57,7 +57,8 @@ class DistributedJK:
         **jk_options,
     ) -> None:  # fmt: skip
         self.ctx = ctx
-        jk_options.setdefault("task_pairs", TASK_PAIRS)
+        # one rank builds everything: the engine's whole-class launches, no task cuts
+        jk_options.setdefault("task_pairs", TASK_PAIRS if ctx.size > 1 else None)
         self.jk = JK(mol, backend=ctx.backend, **jk_options)
         self.costs = [t.cost for t in self.jk.tasks]
         self.scheduler = Scheduler(ctx.comm, schedule)
@@ -94,7 +95,10 @@ class DistributedJK:
 
             dms = cupy.asarray(dms)
         t1 = time.perf_counter()
-        drawn = _recorded(self.scheduler.mine(self.costs), stats.tasks)
+        if self.ctx.size == 1:  # every task is this rank's: the single-process build
+            stats.tasks, drawn = list(range(len(self.costs))), None
+        else:
+            drawn = _recorded(self.scheduler.mine(self.costs), stats.tasks)
         vj, vk = self.jk.get_jk(dms, hermi, with_j, with_k, tasks=drawn)
         xp = np if isinstance(vj if vj is not None else vk, np.ndarray) else _cupy()
         parts = [v for v in (vj, vk) if v is not None]

@@ -109,7 +109,10 @@ class DistributedNumIntMixin:
         t1 = time.perf_counter()
         grids, mol = self._dist_grid, self.dist_mol
         costs = self._costs(mol, grids, xc_code)
-        self.select_tasks(_recorded(self.dist_scheduler.mine(costs), stats.tasks))
+        if ctx.size == 1:  # every task is this rank's: the engine's whole-grid pass
+            stats.tasks = list(range(len(costs)))
+        else:
+            self.select_tasks(_recorded(self.dist_scheduler.mine(costs), stats.tasks))
         try:
             fn = super().nr_rks if kind == "rks" else super().nr_uks
             nelec, exc, vmat = fn(mol, grids, xc_code, dm, relativity, hermi)

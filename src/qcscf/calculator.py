@@ -39,7 +39,8 @@ class Calculator(ASECalculator):
 
     Each geometry starts from the previous geometry's density. An SCF that does not converge
     raises ``SCFNotConverged``; atoms closer than ``MIN_DISTANCE`` raise ``GeometryError``.
-    Forces come from the SCF object's analytic gradient (``nuc_grad_method``), for DFT with
+    Forces come from the SCF object's analytic gradient (``nuc_grad_method``; with our engines
+    its XC part from KerneLDI, see ``qcscf.apply``), for DFT with
     the derivative of the grid weights (``grid_response=True``), so that they are the
     derivative of the energy the calculator returns (as MD's energy conservation needs).
     """

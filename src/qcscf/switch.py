@@ -16,11 +16,25 @@ def apply(mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None,
     (``options``, ``kernel_dir`` as for ``fusionrcg.apply``), ``xc`` sets ``mf._numint`` to a
     ``kerneldi.NumInt`` (``xc_options``: its settings) where ``mf`` is a DFT object. The
     backend follows the object: GPU4PySCF's objects get the GPU engines, PySCF's the CPU
-    ones. Analytic gradients (``mf.nuc_grad_method()``) keep the object's own J/K-derivative
-    and XC-gradient code until the engines have theirs."""
+    ones. Analytic gradients (``mf.nuc_grad_method()``, ``mf.Gradients()``) of a DFT object
+    take their XC part from KerneLDI (``kerneldi.apply_grad``); their J/K derivatives stay the
+    object's own (FusionRCG has derivative classes but no J/K-gradient epilogue yet)."""
     backend = "gpu" if _on_gpu(mf) else "cpu"
-    if xc and hasattr(mf, "xc"):
+    kohn_sham = xc and hasattr(mf, "xc")
+    if kohn_sham:
         mf._numint = kerneldi.NumInt(backend=backend, **xc_options)
     if jk:
         mf = fusionrcg.apply(mf, backend=backend, options=options, kernel_dir=kernel_dir)
+    if kohn_sham and not isinstance(mf, _EngineGradients):
+        base = type(mf)
+        mf.__class__ = type(f"{base.__name__}EngineGradients", (_EngineGradients, base), {})
     return mf
+
+
+class _EngineGradients:
+    """An SCF object whose gradient objects take their XC part from its KerneLDI NumInt."""
+
+    def nuc_grad_method(self):
+        return kerneldi.apply_grad(super().nuc_grad_method())
+
+    Gradients = nuc_grad_method

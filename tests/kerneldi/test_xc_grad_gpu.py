@@ -102,3 +102,27 @@ def test_gpu_dense_gradient_matches_pyscf():
     _, v0 = rks_grad.get_vxc(dft.numint.NumInt(), mol, grids, "pbe", dm)
     _, v = kerneldi.NumInt(backend="gpu", engine="dense").get_vxc_grad(mol, grids, "pbe", dm)
     assert np.abs(v - v0).max() <= GRAD_TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid_response", [False, True], ids=["fixed-grid", "grid-response"])
+@pytest.mark.parametrize("method,xc,charge,spin", [("RKS", "m062x", 0, 0), ("UKS", "pbe", 1, 1)])
+def test_gpu4pyscf_gradient_xc_part_from_kerneldi(method, xc, charge, spin, grid_response):
+    """The whole analytic gradient of a converged GPU4PySCF SCF, its own against the same
+    object's with ``kerneldi.apply_grad``: equal to 1e-7 Eh/Bohr (the acceptance's bound)."""
+    pytest.importorskip("cupy")
+    g4dft = pytest.importorskip("gpu4pyscf.dft")
+    mol, _, _ = system("water_clusters/002", "def2-svp", 1, charge, spin)
+    mf = getattr(g4dft, method)(mol, xc=xc)
+    mf.conv_tol, mf.verbose = 1e-10, 0
+    mf.kernel()
+    assert mf.converged
+    own = mf.nuc_grad_method()
+    own.grid_response = grid_response
+    expected = own.kernel()
+    mf._numint = kerneldi.NumInt(backend="gpu")
+    ours = kerneldi.apply_grad(mf.nuc_grad_method())
+    ours.grid_response = grid_response
+    assert isinstance(ours, kerneldi.grad.KerneLDIGPUGradMixin)
+    found = ours.kernel()
+    assert np.abs(np.asarray(found) - np.asarray(expected)).max() <= 1e-7

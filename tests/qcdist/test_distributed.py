@@ -129,3 +129,14 @@ def test_static_share_and_largest_first():
     assert shares == [[0, 1, 2], [3, 4, 5], [6, 7], [8, 9]]
     assert qcdist.static_share(2, 3, 4) == []
     assert qcdist.largest_first([1.0, 5.0, 3.0, 5.0]) == [1, 3, 2, 0]
+
+
+def test_one_rank_overhead_command_writes_both_engines(run_mpi, tmp_path):
+    out, table = tmp_path / "overhead.json", tmp_path / "overhead.md"
+    run_mpi(1, "-m", "qcbench.dist", "overhead", "--molecule", "water_clusters/002",
+            "--basis", "sto-3g", "--grid-level", "1", "--backend", "cpu", "--repeats", "1",
+            "--out", str(out), "--out-table", str(table))  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["engine"] for r in rows] == ["jk", "xc"]
+    assert all(r["single_seconds"] > 0 and r["one_rank_seconds"] > 0 for r in rows)
+    assert "| jk | cpu |" in table.read_text()

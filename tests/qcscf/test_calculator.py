@@ -56,6 +56,8 @@ def test_apply_puts_both_engines_in_a_dft_object():
     mf = qcscf.apply(dft.RKS(molecule_mol(), xc="pbe"))
     assert isinstance(mf._numint, kerneldi.NumInt)
     assert isinstance(mf, fusionrcg.jk.scf.FusionJKMixin)
+    assert isinstance(mf.nuc_grad_method(), kerneldi.grad.KerneLDIGradMixin)
+    assert isinstance(mf.Gradients(), kerneldi.grad.KerneLDIGradMixin)
 
 
 def molecule_mol():

@@ -10,7 +10,15 @@ DIST = config["dist"]
 DIST_DIR = f"{RESULTS}/dist"
 DIST_BENCH = f"{PY} -m qcbench.dist"
 ABL = DIST["ablation"]
+OVERHEAD = DIST["overhead"]
 MODEL = DIST["model"]
+DIST_REPORTS = published(
+    "dist/ablation_no_scheduling.md",
+    "dist/scaling_measured.png",
+    "dist/one_rank_overhead.md",
+    "dist/scaling_model.md",
+    "dist/scaling_model.png",
+)
 
 
 rule dist_ablation_run:
@@ -45,6 +53,26 @@ rule ablation_no_scheduling:
     shell:
         "{PY} {SCRIPTS}/dist_ablation_table.py {input} --out-table {output.table}"
         " {output.table_md} --out-figure {output.figure} > {log} 2>&1"
+
+
+rule dist_overhead:
+    """One rank of the distributed path against the single-process engines."""
+    output:
+        json=f"{DIST_DIR}/one_rank_overhead.json",
+        table=f"{DIST_DIR}/one_rank_overhead.md",
+    params:
+        molecule=OVERHEAD["molecule"] if GPU else OVERHEAD["cpu_molecule"],
+        backend="gpu" if GPU else "cpu",
+    resources:
+        mpi=DIST["launcher"],
+        gpu=1 if GPU else 0,
+    log:
+        f"{RESULTS}/logs/dist/overhead.log",
+    shell:
+        "{resources.mpi} -n 1 {DIST_BENCH} overhead --molecule {params.molecule}"
+        " --basis {OVERHEAD[basis]} --xc {OVERHEAD[xc]} --grid-level {OVERHEAD[grid_level]}"
+        " --repeats {OVERHEAD[repeats]} --backend {params.backend} --out {output.json}"
+        " --out-table {output.table} > {log} 2>&1"
 
 
 rule dist_measure:

@@ -3,6 +3,8 @@
 * ``measure``: per-task costs of the J/K and XC builds on one device (one process), JSON.
 * ``comm``: broadcast and reduction seconds between the ranks (under mpiexec), JSON.
 * ``ablation``: pull against static on the ranks it runs on (under mpiexec), JSON rows.
+* ``overhead``: one rank of the distributed path against the single-process engines, JSON
+  and a markdown table.
 * ``model``: predicted speedup and efficiency on 8-64 devices from ``measure`` (and ``comm``)
   output, beside the papers' numbers: CSV and markdown tables and a plot.
 """
@@ -75,6 +77,23 @@ def ablation_command(a) -> int:
     return 0
 
 
+def overhead_command(a) -> int:
+    import qcdist
+
+    from ..provenance import provenance
+    from .overhead import mid_scf_density, one_rank_overhead, overhead_markdown
+
+    ctx = qcdist.init(backend=a.backend)
+    mol = _molecule(a.molecule, a.basis)
+    grids = _grid(mol, a.grid_level)
+    rows = one_rank_overhead(ctx, mol, grids, a.xc, mid_scf_density(mol), a.repeats)
+    meta = {"molecule": a.molecule, "basis": a.basis, "xc": a.xc, "grid_level": a.grid_level}
+    found = {"provenance": provenance(), **meta, "repeats": a.repeats, "rows": rows}
+    Path(a.out).write_text(json.dumps(found, indent=1) + "\n")
+    Path(a.out_table).write_text(overhead_markdown(found))
+    return 0
+
+
 def model_command(a) -> int:
     from .report import model_report
 
@@ -110,6 +129,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--task-pairs", type=int, default=None)
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--out", required=True)
+    o = sub.add_parser("overhead")
+    o.add_argument("--molecule", required=True)
+    o.add_argument("--basis", default="cc-pvdz")
+    o.add_argument("--xc", default="b3lyp")
+    o.add_argument("--grid-level", type=int, default=3)
+    o.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
+    o.add_argument("--repeats", type=int, default=5)
+    o.add_argument("--out", required=True, help="JSON")
+    o.add_argument("--out-table", required=True, help="markdown")
     r = sub.add_parser("model")
     r.add_argument("--costs", required=True, help="measure's JSON")
     r.add_argument("--comm", help="comm's JSON (its latency replaces --latency-s)")
@@ -136,8 +164,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     commands = {"measure": measure_command, "comm": comm_command,
-                "ablation": ablation_command, "model": model_command}  # fmt: skip
-    if a.command not in ("comm", "ablation"):
+                "ablation": ablation_command, "overhead": overhead_command,
+                "model": model_command}  # fmt: skip
+    if a.command not in ("comm", "ablation", "overhead"):
         return commands[a.command](a)
     try:
         return commands[a.command](a)
