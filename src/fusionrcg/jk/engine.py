@@ -21,6 +21,7 @@ import numpy as np
 from ..angmom import QuartetClass
 from ..errors import DeviceError, InputError
 from ..options import KernelOptions, kernel_options
+from ..runtime.device import cupy_or_none
 from ..runtime.items import ItemBatch
 from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, contract_items
 from ..shells import check_mole
@@ -63,17 +64,6 @@ class JKTask:
     block: int
     quartets: int
     cost: float
-
-
-def _cupy_or_none():
-    try:
-        import cupy
-    except ImportError:
-        return None
-    try:
-        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return None
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -141,7 +131,7 @@ class JK:
         self.last_profile: BuildProfile | None = None
         self.basis, contraction = engine_basis(mol, decontract)
         self._nao = mol.nao_nr(cart=mol.cart)
-        cupy = _cupy_or_none()
+        cupy = cupy_or_none()
         if backend == "auto":
             backend = "gpu" if cupy is not None else "cpu"
         self.backend = backend

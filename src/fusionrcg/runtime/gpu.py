@@ -30,6 +30,7 @@ from ..lowering.target import (
 )
 from ..variants import Tier, Variant
 from .basis import SegmentedBasis
+from .device import require_cupy
 from .items import ItemBatch
 from .launch import _program, _quartet_batches
 from .pairs import primitive_pairs
@@ -203,19 +204,6 @@ extern "C" __global__ void frcg_jk_quartet(
 )
 
 
-def _cupy():
-    try:
-        import cupy
-    except ImportError as exc:
-        raise DeviceError(f"the GPU backend needs CuPy ({exc})") from None
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            raise DeviceError("the GPU backend needs a CUDA GPU; none is visible")
-    except cupy.cuda.runtime.CUDARuntimeError as exc:
-        raise DeviceError(f"the GPU backend needs a CUDA GPU: {exc}") from None
-    return cupy
-
-
 _NULL = np.uint64(0)  # a null pointer argument
 
 
@@ -232,7 +220,7 @@ def _densities(dm, vj, vk) -> tuple:
 
 @lru_cache(maxsize=512)
 def _function(path: Path, name: str):
-    cp = _cupy()
+    cp = require_cupy()
     return cp.RawModule(path=str(path)).get_function(name)
 
 
@@ -255,12 +243,12 @@ extern "C" __global__ void frcg_add_items(const int n_sources, const int n_outpu
 
 @lru_cache(maxsize=1)
 def _add_items():
-    return _cupy().RawModule(code=ADD_ITEMS).get_function("frcg_add_items")
+    return require_cupy().RawModule(code=ADD_ITEMS).get_function("frcg_add_items")
 
 
 @lru_cache(maxsize=2)
 def _jk_transform(form: str):
-    cp = _cupy()
+    cp = require_cupy()
     name = {"block": "frcg_jk_transform", "thread": "frcg_jk_quartet"}[form]
     return cp.RawModule(code=JK_TRANSFORM, options=("-std=c++17",)).get_function(name)
 
@@ -321,7 +309,7 @@ class Launch:
         launch whose items are summed per quartet (not ``whole=False``)."""
         if self.quartet_items is None:
             raise ValueError("a launch of split quartets has no integrals per quartet")
-        items = untile_outputs(_cupy().asnumpy(self.out), self.n_outputs)
+        items = untile_outputs(require_cupy().asnumpy(self.out), self.n_outputs)
         return np.ascontiguousarray(items[self.quartet_items])
 
 
@@ -344,7 +332,7 @@ class GpuExecutor:
     ) -> None:
         self.uniform_warps = uniform_warps
         self.max_work = max_work
-        self.cp = _cupy()
+        self.cp = require_cupy()
         if arch is None:
             arch = f"sm_{self.cp.cuda.Device().compute_capability}"  # CuPy gives "90" for 9.0
         if arch not in SUPPORTED_ARCHS:

@@ -101,6 +101,17 @@ def model_command(a) -> int:
     return 0
 
 
+def _build_arguments(p: argparse.ArgumentParser, grid_level: int, repeats: int):
+    """The molecule, basis, functional, grid, backend and repeats of a timed build."""
+    p.add_argument("--molecule", required=True, help="a name under molecules/ or an XYZ path")
+    p.add_argument("--basis", default="cc-pvdz")
+    p.add_argument("--xc", default="b3lyp")
+    p.add_argument("--grid-level", type=int, default=grid_level)
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
+    p.add_argument("--repeats", type=int, default=repeats)
+    return p
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m qcbench.dist", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -120,22 +131,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
     c.add_argument("--repeats", type=int, default=5)
     c.add_argument("--out", required=True)
-    b = sub.add_parser("ablation")
-    b.add_argument("--molecule", required=True)
-    b.add_argument("--basis", default="cc-pvdz")
-    b.add_argument("--xc", default="b3lyp")
-    b.add_argument("--grid-level", type=int, default=1)
-    b.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
+    b = _build_arguments(sub.add_parser("ablation"), grid_level=1, repeats=3)
     b.add_argument("--task-pairs", type=int, default=None)
-    b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--out", required=True)
-    o = sub.add_parser("overhead")
-    o.add_argument("--molecule", required=True)
-    o.add_argument("--basis", default="cc-pvdz")
-    o.add_argument("--xc", default="b3lyp")
-    o.add_argument("--grid-level", type=int, default=3)
-    o.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"))
-    o.add_argument("--repeats", type=int, default=5)
+    o = _build_arguments(sub.add_parser("overhead"), grid_level=3, repeats=5)
     o.add_argument("--out", required=True, help="JSON")
     o.add_argument("--out-table", required=True, help="markdown")
     r = sub.add_parser("model")
