@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "manifest.json"
-KINDS = ("eri-bench", "eri-verify", "xc-bench", "jk-scf")
+KINDS = ("eri-bench", "eri-verify", "xc-bench", "jk-scf", "dist")
 REQUIRED = {
     "id": str,
     "kind": str,

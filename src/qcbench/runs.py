@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .dist.records import DEVICE as DIST_DEVICE
+from .dist.records import dist_keys
 from .eri.reporting.gpu_results import bench_keys, verify_keys
 from .records import KINDS, Record, RecordError, discover, file_entries, ordered, write_manifest
 from .scf.records import scf_keys
@@ -23,7 +25,8 @@ from .xc.figures import bench_keys as xc_bench_keys
 # the file in which each kind's run records its commit, device, software and command
 # (``qcbench.provenance``)
 DEVICE_FILE = {"eri-bench": "device.json", "eri-verify": "verify_device.json",
-               "xc-bench": "provenance.json", "jk-scf": "device.json"}  # fmt: skip
+               "xc-bench": "provenance.json", "jk-scf": "device.json",
+               "dist": DIST_DEVICE}  # fmt: skip
 DEVICE_FIELDS = ("gpu", "compute_capability", "multiprocessors", "sms", "memory_gib",
                  "cuda_driver", "cuda_runtime", "fp64_fma_peak", "dgemm_fp64_tflops")  # fmt: skip
 
@@ -32,7 +35,7 @@ def measurement_keys(record: Record) -> set:
     """What ``record`` measured, as keys of its kind: two records that share a key measured
     the same thing, and the later one replaces it."""
     keys = {"eri-bench": bench_keys, "eri-verify": verify_keys, "xc-bench": xc_bench_keys,
-            "jk-scf": scf_keys}  # fmt: skip
+            "jk-scf": scf_keys, "dist": dist_keys}  # fmt: skip
     return keys[record.kind](record)
 
 

@@ -114,6 +114,8 @@ def test_index_lists_records_newest_first_and_marks_superseded(tmp_path):
 
 def test_the_repository_records_match_their_manifests():
     for kind in R.KINDS:
+        if not (REPO_RECORDS / kind).is_dir():  # a kind no run has recorded yet
+            continue
         found = R.discover([REPO_RECORDS], kind)
         assert found, kind
         known = {r.id for r in found}

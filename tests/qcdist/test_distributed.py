@@ -14,6 +14,7 @@ import pytest
 from mpi_case import BASIS, TASK_PAIRS, XC, densities, grid, water_xyz
 
 import qcdist
+from qcbench.dist.__main__ import main
 from qcdist.__main__ import molecule
 
 TOL = 1e-10  # the ranks' partial sums differ from one process's sums by rounding only
@@ -135,7 +136,8 @@ def test_one_rank_overhead_command_writes_both_engines(run_mpi, tmp_path):
     out, table = tmp_path / "overhead.json", tmp_path / "overhead.md"
     run_mpi(1, "-m", "qcbench.dist", "overhead", "--molecule", "water_clusters/002",
             "--basis", "sto-3g", "--grid-level", "1", "--backend", "cpu", "--repeats", "1",
-            "--out", str(out), "--out-table", str(table))  # fmt: skip
+            "--out", str(out))  # fmt: skip
+    assert main(["overhead-table", "--json", str(out), "--out", str(table)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["engine"] for r in rows] == ["jk", "xc"]
     assert all(r["single_seconds"] > 0 and r["one_rank_seconds"] > 0 for r in rows)

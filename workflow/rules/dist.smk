@@ -5,20 +5,34 @@
 # `snakemake scaling_model`: per-task costs measured on one device and the broadcast/reduction
 # costs between two ranks, fed to the scaling model for 8-64 devices (table and plot beside the
 # papers' numbers). A distributed rule starts its ranks as "{resources.mpi} -n {resources.tasks}"
-# (config dist.launcher; srun under profiles/slurm).
+# (config dist.launcher; srun under profiles/slurm). On a GPU machine the measurements also
+# become a `dist` record; elsewhere the reports read the newest tracked one where it holds the
+# file (the GPU's numbers), and measure on the CPU backend what it does not hold.
+from qcbench.dist.records import newest as newest_dist_record
+
 DIST = config["dist"]
 DIST_DIR = f"{RESULTS}/dist"
 DIST_BENCH = f"{PY} -m qcbench.dist"
 ABL = DIST["ablation"]
 OVERHEAD = DIST["overhead"]
 MODEL = DIST["model"]
+DIST_GPU_RUN = f"{RUNS}/dist/gpu"
+DIST_RECORD = None if GPU else newest_dist_record([RECORDS])
 DIST_REPORTS = published(
     "dist/ablation_no_scheduling.md",
     "dist/scaling_measured.png",
     "dist/one_rank_overhead.md",
     "dist/scaling_model.md",
     "dist/scaling_model.png",
-)
+) + ([DIST_GPU_RUN] if GPU else [])
+
+
+def dist_input(name: str, measured: str) -> str:
+    """The tracked GPU record's file ``name`` where there is one (and no GPU here), else the
+    measurement this machine makes."""
+    if DIST_RECORD is not None and DIST_RECORD.has(name):
+        return str(DIST_RECORD.file(name))
+    return measured
 
 
 rule dist_ablation_run:
@@ -43,7 +57,8 @@ rule dist_ablation_run:
 rule ablation_no_scheduling:
     """The no-scheduling ablation's table (CSV, markdown) and the measured scaling plot."""
     input:
-        expand(f"{DIST_DIR}/ablation/ranks{{ranks}}.json", ranks=ABL["ranks"]),
+        [dist_input(f"ablation_ranks{r}.json", f"{DIST_DIR}/ablation/ranks{r}.json")
+         for r in ABL["ranks"]],
     output:
         table=f"{DIST_DIR}/ablation_no_scheduling.csv",
         table_md=f"{DIST_DIR}/ablation_no_scheduling.md",
@@ -58,8 +73,7 @@ rule ablation_no_scheduling:
 rule dist_overhead:
     """One rank of the distributed path against the single-process engines."""
     output:
-        json=f"{DIST_DIR}/one_rank_overhead.json",
-        table=f"{DIST_DIR}/one_rank_overhead.md",
+        f"{DIST_DIR}/one_rank_overhead.json",
     params:
         molecule=OVERHEAD["molecule"] if GPU else OVERHEAD["cpu_molecule"],
         backend="gpu" if GPU else "cpu",
@@ -71,8 +85,45 @@ rule dist_overhead:
     shell:
         "{resources.mpi} -n 1 {DIST_BENCH} overhead --molecule {params.molecule}"
         " --basis {OVERHEAD[basis]} --xc {OVERHEAD[xc]} --grid-level {OVERHEAD[grid_level]}"
-        " --repeats {OVERHEAD[repeats]} --backend {params.backend} --out {output.json}"
-        " --out-table {output.table} > {log} 2>&1"
+        " --repeats {OVERHEAD[repeats]} --backend {params.backend} --out {output} > {log} 2>&1"
+
+
+rule dist_overhead_table:
+    """The one-rank overhead as a markdown table."""
+    input:
+        dist_input("one_rank_overhead.json", rules.dist_overhead.output[0]),
+    output:
+        f"{DIST_DIR}/one_rank_overhead.md",
+    log:
+        f"{RESULTS}/logs/dist/overhead_table.log",
+    shell:
+        "{DIST_BENCH} overhead-table --json {input} --out {output} > {log} 2>&1"
+
+
+rule dist_record:
+    """The GPU's distributed measurements as a new `dist` record with its manifest."""
+    input:
+        overhead=rules.dist_overhead.output[0],
+        costs=f"{DIST_DIR}/model/task_costs.json",
+        comm=f"{DIST_DIR}/model/communication.json",
+        ablation=expand(f"{DIST_DIR}/ablation/ranks{{ranks}}.json", ranks=ABL["ranks"]),
+    output:
+        directory(DIST_GPU_RUN),
+    params:
+        kind="dist",
+        run="dist",
+        summary="qcdist on one GPU: one rank against the single-process engines, per-task "
+        "costs and communication for the scaling model, pull against static on 1-4 ranks",
+        options=json.dumps(DIST),
+        ranks=" ".join(str(r) for r in ABL["ranks"]),
+    log:
+        f"{RESULTS}/logs/dist/record.log",
+    shell:
+        "(mkdir -p {output} && cp {input.overhead} {input.costs} {input.comm} {output}/"
+        " && for r in {params.ranks}; do cp {DIST_DIR}/ablation/ranks$r.json"
+        " {output}/ablation_ranks$r.json; done"
+        " && {DIST_BENCH} device --command 'snakemake dist_record' --out {output}/device.json"
+        " && " + RECORD_MANIFEST + ") > {log} 2>&1"
 
 
 rule dist_measure:
@@ -110,8 +161,8 @@ rule dist_comm:
 rule scaling_model:
     """Predicted speedup and efficiency of pull and static on 8-64 devices (ubiquitin)."""
     input:
-        costs=rules.dist_measure.output[0],
-        comm=rules.dist_comm.output[0],
+        costs=dist_input("task_costs.json", rules.dist_measure.output[0]),
+        comm=dist_input("communication.json", rules.dist_comm.output[0]),
     output:
         table=f"{DIST_DIR}/scaling_model.csv",
         table_md=f"{DIST_DIR}/scaling_model.md",

@@ -3,8 +3,10 @@
 * ``measure``: per-task costs of the J/K and XC builds on one device (one process), JSON.
 * ``comm``: broadcast and reduction seconds between the ranks (under mpiexec), JSON.
 * ``ablation``: pull against static on the ranks it runs on (under mpiexec), JSON rows.
-* ``overhead``: one rank of the distributed path against the single-process engines, JSON
-  and a markdown table.
+* ``overhead``: one rank of the distributed path against the single-process engines, JSON;
+  ``overhead-table`` makes its markdown table.
+* ``device``: the provenance of a GPU run (commit, versions, device, the command given), JSON,
+  for its ``dist`` record (``qcbench.dist.records``).
 * ``model``: predicted speedup and efficiency on 8-64 devices from ``measure`` (and ``comm``)
   output, beside the papers' numbers: CSV and markdown tables and a plot.
 """
@@ -81,7 +83,7 @@ def overhead_command(a) -> int:
     import qcdist
 
     from ..provenance import provenance
-    from .overhead import mid_scf_density, one_rank_overhead, overhead_markdown
+    from .overhead import mid_scf_density, one_rank_overhead
 
     ctx = qcdist.init(backend=a.backend)
     mol = _molecule(a.molecule, a.basis)
@@ -90,7 +92,22 @@ def overhead_command(a) -> int:
     meta = {"molecule": a.molecule, "basis": a.basis, "xc": a.xc, "grid_level": a.grid_level}
     found = {"provenance": provenance(), **meta, "repeats": a.repeats, "rows": rows}
     Path(a.out).write_text(json.dumps(found, indent=1) + "\n")
-    Path(a.out_table).write_text(overhead_markdown(found))
+    return 0
+
+
+def overhead_table_command(a) -> int:
+    from .overhead import overhead_markdown
+
+    Path(a.out).write_text(overhead_markdown(json.loads(Path(a.json).read_text())))
+    return 0
+
+
+def device_command(a) -> int:
+    from ..provenance import gpu_info, provenance
+
+    import cupy
+
+    Path(a.out).write_text(json.dumps(provenance(command=a.command, **gpu_info(cupy)), indent=1))
     return 0
 
 
@@ -136,7 +153,12 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True)
     o = _build_arguments(sub.add_parser("overhead"), grid_level=3, repeats=5)
     o.add_argument("--out", required=True, help="JSON")
-    o.add_argument("--out-table", required=True, help="markdown")
+    t = sub.add_parser("overhead-table")
+    t.add_argument("--json", required=True, help="overhead's JSON")
+    t.add_argument("--out", required=True, help="markdown")
+    d = sub.add_parser("device")
+    d.add_argument("--command", required=True, help="the command that made the run's files")
+    d.add_argument("--out", required=True)
     r = sub.add_parser("model")
     r.add_argument("--costs", required=True, help="measure's JSON")
     r.add_argument("--comm", help="comm's JSON (its latency replaces --latency-s)")
@@ -164,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     commands = {"measure": measure_command, "comm": comm_command,
                 "ablation": ablation_command, "overhead": overhead_command,
-                "model": model_command}  # fmt: skip
+                "overhead-table": overhead_table_command,
+                "device": device_command, "model": model_command}  # fmt: skip
     if a.command not in ("comm", "ablation", "overhead"):
         return commands[a.command](a)
     try:
