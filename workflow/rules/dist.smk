@@ -132,15 +132,17 @@ rule dist_measure:
         f"{DIST_DIR}/model/task_costs.json",
     params:
         m=MODEL["measure"],
+        molecule=MODEL["measure"]["gpu_molecule" if GPU else "molecule"],
+        task_pairs=MODEL["measure"]["gpu_task_pairs" if GPU else "task_pairs"],
         backend="gpu" if GPU else "cpu",
     resources:
         gpu=1 if GPU else 0,
     log:
         f"{RESULTS}/logs/dist/measure.log",
     shell:
-        "{DIST_BENCH} measure --molecule {params.m[molecule]}"
+        "{DIST_BENCH} measure --molecule {params.molecule}"
         " --jk-basis {params.m[jk_basis]} --xc-basis {params.m[xc_basis]}"
-        " --grid-level {params.m[grid_level]} --task-pairs {params.m[task_pairs]}"
+        " --grid-level {params.m[grid_level]} --task-pairs {params.task_pairs}"
         " --repeats {params.m[repeats]} --backend {params.backend} --out {output} > {log} 2>&1"
 
 
