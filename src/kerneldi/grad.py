@@ -168,25 +168,40 @@ def _host(a) -> np.ndarray:
 
 
 # -- PySCF gradient objects ---------------------------------------------------------------------
-class KerneLDIGradMixin:
-    """``get_veff`` of PySCF's RKS/UKS gradients with the XC part from ``kerneldi``: the same
-    J/K terms and ``exc1_grid`` tag as PySCF's ``grad.rks.get_veff`` / ``grad.uks.get_veff``;
-    falls back to the parent where ``mf._numint`` is not a ``kerneldi.NumInt``."""
+class _KerneLDIGradBase:
+    """What both gradient mixins read of their SCF object before the XC part."""
 
-    def get_veff(self, mol=None, dm=None):
+    def _kerneldi_inputs(self, mol, dm, **grid_build):
+        """(ni, mol, dm, grids) with the defaults filled in and the grid built (``grid_build``:
+        the library's build options), or None where ``mf._numint`` is not a
+        ``kerneldi.NumInt`` (the parent's code runs). VV10 is refused."""
         from .numint import KerneLDIMixin
 
         mf = self.base
         ni = mf._numint
         if not isinstance(ni, KerneLDIMixin):
-            return super().get_veff(mol, dm)
+            return None
         if mf.do_nlc():
             raise FunctionalError("non-local (VV10) correlation is not supported by kerneldi")
         mol = self.mol if mol is None else mol
         dm = mf.make_rdm1() if dm is None else dm
         grids = self.grids if self.grids is not None else mf.grids
         if grids.coords is None:
-            grids.build(with_non0tab=True)
+            grids.build(**grid_build)
+        return ni, mol, dm, grids
+
+
+class KerneLDIGradMixin(_KerneLDIGradBase):
+    """``get_veff`` of PySCF's RKS/UKS gradients with the XC part from ``kerneldi``: the same
+    J/K terms and ``exc1_grid`` tag as PySCF's ``grad.rks.get_veff`` / ``grad.uks.get_veff``;
+    falls back to the parent where ``mf._numint`` is not a ``kerneldi.NumInt``."""
+
+    def get_veff(self, mol=None, dm=None):
+        found = self._kerneldi_inputs(mol, dm, with_non0tab=True)
+        if found is None:
+            return super().get_veff(mol, dm)
+        ni, mol, dm, grids = found
+        mf = self.base
         unrestricted = np.ndim(dm) == 3
         exc, vxc = ni.get_vxc_grad(mol, grids, mf.xc, dm, int(unrestricted), self.grid_response)
         vxc = vxc + self._coulomb_exchange(mol, dm, ni, unrestricted)
@@ -206,7 +221,7 @@ class KerneLDIGradMixin:
         return vj[0] + vj[1] - vk if unrestricted else vj - vk * 0.5
 
 
-class KerneLDIGPUGradMixin:
+class KerneLDIGPUGradMixin(_KerneLDIGradBase):
     """``energy_ee`` of GPU4PySCF's RKS/UKS gradients (its per-atom two-electron part) with
     the XC part from ``kerneldi`` (``xc_gradient``, grid response as asked) and the Coulomb
     and exchange part from the object's own ``jk_energy_per_atom``; falls back to the parent
@@ -215,19 +230,11 @@ class KerneLDIGPUGradMixin:
     def energy_ee(self, mol=None, dm=None, verbose=None):
         import cupy
 
-        from .numint import KerneLDIMixin
-
-        mf = self.base
-        ni = mf._numint
-        if not isinstance(ni, KerneLDIMixin):
+        found = self._kerneldi_inputs(mol, dm, sort_grids=True)
+        if found is None:
             return super().energy_ee(mol, dm, verbose)
-        if mf.do_nlc():
-            raise FunctionalError("non-local (VV10) correlation is not supported by kerneldi")
-        mol = self.mol if mol is None else mol
-        dm = mf.make_rdm1() if dm is None else dm
-        grids = self.grids if self.grids is not None else mf.grids
-        if grids.coords is None:
-            grids.build(sort_grids=True)
+        ni, mol, dm, grids = found
+        mf = self.base
         spin = int(np.ndim(dm) == 3)
         de = cupy.asarray(xc_gradient(ni, mol, grids, mf.xc, dm, spin, self.grid_response))
         # exchange of a range-separated hybrid: alpha of the full-range operator plus
