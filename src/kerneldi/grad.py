@@ -96,7 +96,7 @@ def _full_response(ni, mol, grids, xc_code: str, xctype: str, sets, orbitals):
     basis_perm = _whole_grid_basis_order(ni, mol, grids)
     exc1 = np.zeros((mol.natm, 3))
     total = None
-    for atm_id, (coords, weight, weight1) in enumerate(_grids_response(ni)(grids)):
+    for atm_id, (coords, weight, weight1) in enumerate(_grids_response(grids)(grids)):
         coords, weight, weight1 = _host(coords), _host(weight), _host(weight1)
         layout = make_layout(
             mol, coords, weight, np.full(len(weight), atm_id), ni.settings, basis_perm
@@ -122,9 +122,10 @@ def _whole_grid_basis_order(ni, mol, grids) -> np.ndarray:
     return make_layout(mol, _host(coords), _host(weights), atm_idx, ni.settings).basis_perm
 
 
-def _grids_response(ni):
-    """PySCF's (host) or GPU4PySCF's (device) per-atom grids and weight derivatives."""
-    if getattr(ni, "_kerneldi_backend", "cpu") == "gpu":
+def _grids_response(grids):
+    """The per-atom grids and weight derivatives of ``grids``' own code: GPU4PySCF's
+    (device arrays) for its grids, PySCF's (host arrays) for PySCF's, whatever the backend."""
+    if type(grids).__module__.startswith("gpu4pyscf."):
         from gpu4pyscf.grad.rks import grids_response_cc
     else:
         from pyscf.grad.rks import grids_response_cc
@@ -228,23 +229,24 @@ class KerneLDIGPUGradMixin(_KerneLDIGradBase):
     where ``mf._numint`` is not a ``kerneldi.NumInt``."""
 
     def energy_ee(self, mol=None, dm=None, verbose=None):
-        import cupy
-
         found = self._kerneldi_inputs(mol, dm, sort_grids=True)
         if found is None:
             return super().energy_ee(mol, dm, verbose)
         ni, mol, dm, grids = found
         mf = self.base
         spin = int(np.ndim(dm) == 3)
-        de = cupy.asarray(xc_gradient(ni, mol, grids, mf.xc, dm, spin, self.grid_response))
+        # host (natm, 3) arrays, as GPU4PySCF's energy_ee and jk_energy_per_atom return
+        de = np.array(_host(xc_gradient(ni, mol, grids, mf.xc, dm, spin, self.grid_response)))
         # exchange of a range-separated hybrid: alpha of the full-range operator plus
         # (hyb - alpha) of the short-range one (omega < 0 selects it)
         omega, alpha, hyb = ni.rsh_and_hybrid_coeff(mf.xc, spin=mol.spin)
         hybrid = ni.libxc.is_hybrid_xc(mf.xc)
         k_full = (alpha if omega != 0 else hyb) if hybrid else 0.0
-        de += self.jk_energy_per_atom(dm, 1.0, k_full, verbose=verbose)
+        de += _host(self.jk_energy_per_atom(dm, 1.0, k_full, verbose=verbose))
         if hybrid and omega != 0:
-            de += self.jk_energy_per_atom(dm, 0.0, hyb - alpha, omega=-omega, verbose=verbose)
+            de += _host(
+                self.jk_energy_per_atom(dm, 0.0, hyb - alpha, omega=-omega, verbose=verbose)
+            )
         return de
 
 

@@ -35,8 +35,10 @@ class _Grid:
 
 
 def _grid_key(grids) -> tuple:
+    """Tells a changed grid (a new object, new arrays, or arrays changed in place); the sums
+    run where the arrays live, so a device grid is not copied to the host."""
     w, c = grids.weights, grids.coords
-    return (id(grids), id(w), len(w), float(np.sum(_host(w))), float(np.sum(_host(c[::97]))))
+    return (id(grids), id(w), len(w), float(w.sum()), float(c[::97].sum()))
 
 
 class DistributedNumIntMixin:
@@ -74,6 +76,8 @@ class DistributedNumIntMixin:
     def _dist_call(self, kind, grids, xc_code, dms, relativity, hermi):
         """Root: the whole call's result from every rank's share. Collective."""
         ctx = self.dist_ctx
+        if ctx.size == 1:
+            return self._alone(kind, grids, xc_code, dms, relativity, hermi)
         header = None
         if ctx.root:
             self.dist_scheduler.start()  # before the broadcast: see schedule.py
@@ -109,10 +113,7 @@ class DistributedNumIntMixin:
         t1 = time.perf_counter()
         grids, mol = self._dist_grid, self.dist_mol
         costs = self._costs(mol, grids, xc_code)
-        if ctx.size == 1:  # every task is this rank's: the engine's whole-grid pass
-            stats.tasks = list(range(len(costs)))
-        else:
-            self.select_tasks(_recorded(self.dist_scheduler.mine(costs), stats.tasks))
+        self.select_tasks(_recorded(self.dist_scheduler.mine(costs), stats.tasks))
         try:
             fn = super().nr_rks if kind == "rks" else super().nr_uks
             nelec, exc, vmat = fn(mol, grids, xc_code, dm, relativity, hermi)
@@ -138,6 +139,21 @@ class DistributedNumIntMixin:
         elif exc.ndim == 0:
             exc = float(exc)
         return nelec, exc, vmat
+
+    def _alone(self, kind, grids, xc_code, dms, relativity, hermi):
+        """One rank: the engine's whole-grid call on the caller's own arrays, with no copy of
+        the density or the result and no reduction (the single-process path)."""
+        stats = self.dist_last = BuildStats()
+        t0 = time.perf_counter()
+        key = _grid_key(grids)
+        if key != self._dist_grid_key:
+            self._dist_grid_key, self._dist_grid = key, grids
+            self._dist_costs.clear()
+        stats.tasks = list(range(len(self._costs(self.dist_mol, grids, xc_code))))
+        fn = super().nr_rks if kind == "rks" else super().nr_uks
+        result = fn(self.dist_mol, grids, xc_code, dms, relativity, hermi)
+        stats.build_seconds = time.perf_counter() - t0
+        return result
 
     def _receive_grid(self) -> None:
         ctx, g = self.dist_ctx, self._dist_grid

@@ -72,3 +72,10 @@ def test_measure_then_model(tmp_path):
     ]
     assert paper[0]["paper_efficiency"] == "0.75"
     assert (tmp_path / "m.png").stat().st_size > 0
+
+
+def test_device_command_keeps_the_subcommand_apart_from_its_command_option():
+    from qcbench.dist.__main__ import parser
+
+    args = parser().parse_args(["device", "--command", "snakemake dist_record", "--out", "d.json"])
+    assert (args.command, args.made_by) == ("device", "snakemake dist_record")

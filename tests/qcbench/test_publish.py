@@ -28,7 +28,13 @@ def test_publish_copies_reports_and_writes_their_manifest(tmp_path):
     on_disk = json.loads((reports / MANIFEST).read_text())
     assert on_disk == made
     assert made["command"] == "snakemake publish"
-    assert made["records"] == {"eri-bench": [], "eri-verify": [], "xc-bench": ["r1"], "jk-scf": [], "dist": []}
+    assert made["records"] == {
+        "eri-bench": [],
+        "eri-verify": [],
+        "xc-bench": ["r1"],
+        "jk-scf": [],
+        "dist": [],
+    }
     assert [f["path"] for f in made["files"]] == ["INDEX.md", "eri/gpu/SUMMARY.md"]
     assert {"commit", "versions", "python", "machine", "created", "platform"} <= made.keys()
 

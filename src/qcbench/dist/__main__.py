@@ -107,7 +107,7 @@ def device_command(a) -> int:
 
     import cupy
 
-    Path(a.out).write_text(json.dumps(provenance(command=a.command, **gpu_info(cupy)), indent=1))
+    Path(a.out).write_text(json.dumps(provenance(command=a.made_by, **gpu_info(cupy)), indent=1))
     return 0
 
 
@@ -157,7 +157,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--json", required=True, help="overhead's JSON")
     t.add_argument("--out", required=True, help="markdown")
     d = sub.add_parser("device")
-    d.add_argument("--command", required=True, help="the command that made the run's files")
+    d.add_argument(
+        "--command", dest="made_by", required=True, help="the command that made the run's files"
+    )
     d.add_argument("--out", required=True)
     r = sub.add_parser("model")
     r.add_argument("--costs", required=True, help="measure's JSON")
