@@ -147,13 +147,21 @@ def xc_gradient(ni, mol, grids, xc_code, dms, spin: int = 0, grid_response: bool
     """(natm, 3): the XC part of dE/dR (Eh/Bohr) as PySCF's ``grad_elec`` adds it: per atom,
     2 sum over its functions of vmat_k . D (per spin), plus the grid response if asked."""
     exc1, vmat = get_vxc(ni, mol, grids, xc_code, dms, spin, grid_response)
-    vmat = _host(vmat).reshape(-1, 3, mol.nao_nr(), mol.nao_nr())
-    dm = _host(dms).reshape(-1, mol.nao_nr(), mol.nao_nr())  # shape checked by get_vxc
+    de = per_atom_gradient(mol, vmat, dms)  # shapes checked by get_vxc
+    return de if exc1 is None else de + _host(exc1)
+
+
+def per_atom_gradient(mol, vmat, dms) -> np.ndarray:
+    """(natm, 3) host array: 2 sum_s sum_{i on atom} sum_j vmat[s, x, i, j] D[s, i, j], the
+    per-atom sum ``grad_elec`` makes of ``get_vxc``'s matrices (PySCF's or ours)."""
+    nao = mol.nao_nr()
+    vmat = _host(vmat).reshape(-1, 3, nao, nao)
+    dm = _host(dms).reshape(-1, nao, nao)
     per_ao = 2 * np.einsum("sxij,sij->xi", vmat, dm)
     de = np.zeros((mol.natm, 3))
     for atom, (_, _, p0, p1) in enumerate(mol.aoslice_by_atom()):
         de[atom] = per_ao[:, p0:p1].sum(axis=1)
-    return de if exc1 is None else de + exc1
+    return de
 
 
 def _xp_of(a):
