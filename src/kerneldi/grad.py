@@ -243,8 +243,8 @@ class KerneLDIGPUGradMixin(_KerneLDIGradBase):
         ni, mol, dm, grids = found
         mf = self.base
         spin = int(np.ndim(dm) == 3)
-        # host (natm, 3) arrays, as GPU4PySCF's energy_ee and jk_energy_per_atom return
-        de = np.array(_host(xc_gradient(ni, mol, grids, mf.xc, dm, spin, self.grid_response)))
+        # a host (natm, 3) array, as GPU4PySCF's energy_ee returns (xc_gradient's is host)
+        de = xc_gradient(ni, mol, grids, mf.xc, dm, spin, self.grid_response)
         # exchange of a range-separated hybrid: alpha of the full-range operator plus
         # (hyb - alpha) of the short-range one (omega < 0 selects it)
         omega, alpha, hyb = ni.rsh_and_hybrid_coeff(mf.xc, spin=mol.spin)
