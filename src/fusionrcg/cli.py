@@ -121,7 +121,7 @@ def _prebuild(args: argparse.Namespace) -> int:
 
     prebuild(
         args.lmax, not args.cartesian, args.variant, args.target, args.arch, args.kernel_dir,
-        args.jobs,
+        args.jobs, deriv_lmax=args.deriv_lmax,
     )  # fmt: skip
     return 0
 
@@ -169,7 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
         "replaces --variant",
     )  # fmt: skip
     b.add_argument("--arch", default="sm_90", help="GPU architecture, e.g. sm_90")
-    b.add_argument("--epilogue", default="store", choices=("store", "jk"))
+    b.add_argument(
+        "--epilogue", default="store", choices=("store", "jk", "grad"),
+        help="store the integrals, fold them into J and K, or (a derivative class) into "
+        "per-atom energy gradients",
+    )  # fmt: skip
     b.add_argument("--cartesian", action="store_true", help="Cartesian output")
     b.add_argument("--kernel-dir", default=None, help="kernel library directory")
     b.add_argument("--json", action="store_true", help="print JSON")
@@ -184,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cartesian", action="store_true", help="Cartesian output")
     p.add_argument("--kernel-dir", default=None, help="kernel library directory")
     p.add_argument("--jobs", type=int, default=1, help="kernels built at once")
+    p.add_argument(
+        "--deriv-lmax", type=int, default=None,
+        help="also the first-derivative kernels (analytic gradients) of every class up to this l",
+    )  # fmt: skip
     p.set_defaults(run=_prebuild)
     c = sub.add_parser(
         "cache",

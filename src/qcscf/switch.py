@@ -16,9 +16,9 @@ def apply(mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None,
     (``options``, ``kernel_dir`` as for ``fusionrcg.apply``), ``xc`` sets ``mf._numint`` to a
     ``kerneldi.NumInt`` (``xc_options``: its settings) where ``mf`` is a DFT object. The
     backend follows the object: GPU4PySCF's objects get the GPU engines, PySCF's the CPU
-    ones. Analytic gradients (``mf.nuc_grad_method()``, ``mf.Gradients()``) of a DFT object
-    take their XC part from KerneLDI (``kerneldi.apply_grad``); their J/K derivatives stay the
-    object's own (FusionRCG has derivative classes but no J/K-gradient epilogue yet)."""
+    ones. Analytic gradients (``mf.nuc_grad_method()``, ``mf.Gradients()``) take their J/K
+    derivatives from FusionRCG's derivative classes (``fusionrcg.jk.grad``) and, for a DFT
+    object, their XC part from KerneLDI (``kerneldi.apply_grad``)."""
     backend = "gpu" if _on_gpu(mf) else "cpu"
     kohn_sham = xc and hasattr(mf, "xc")
     if kohn_sham:

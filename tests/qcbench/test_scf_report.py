@@ -61,6 +61,11 @@ def test_report_tables_figures_and_goals(tmp_path):
                      "xc_layout_s": 0.4},
          "both": {"total_s": 40.0, "cycles": 12, "e_tot": -2900.0 + 5e-8,
                   "xc_layout_s": 0.4, "jk_setup_s": 1.5}},
+        {"kind": "gradient", "molecule": "water_clusters/007", "basis": "cc-pvtz",
+         "method": "rhf", "natm": 141, "nao": 2726, "conv_tol": 1e-10, "direct_scf_tol": 1e-13,
+         "gpu4pyscf": {"gradient_s": 12.0, "jk_gradient_s": 10.0, "e_tot": -1.0},
+         "ours": {"gradient_s": 8.0, "jk_gradient_s": 4.0, "e_tot": -1.0},
+         "max_d_grad": 3e-9},
     ]  # fmt: skip
     second = _run(records, "second", "2026-01-02T10:00:00", rows)
     assert second["supersedes"] == [first["id"]]
@@ -68,7 +73,8 @@ def test_report_tables_figures_and_goals(tmp_path):
     assert report.main(["--records", str(records), "--out", str(out)]) == 0
     for name in ("scf_iterations.md", "jk_builds.csv", "jk_classes.md", "jk_phases.md",
                  "jk_options.md", "dft_scf.md", "fig5_dft_scf.png",
-                 "fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png"):  # fmt: skip
+                 "fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png",
+                 "jk_gradients.md"):  # fmt: skip
         assert (out / name).stat().st_size > 0
     summary = (out / "SUMMARY.md").read_text()
     # the later record's (H2O)20 row replaces the earlier one: mean of 2.0x and 1.0x
@@ -78,6 +84,8 @@ def test_report_tables_figures_and_goals(tmp_path):
     assert "Records: 2026-01-02-second" in summary  # the first one's row was replaced
     # Fig. 5: 90 s against 40 s with both engines, energies within 1e-7 Eh
     assert "both 2.25x, XC only 1.50x (goal 2.0x: MET); energies within 1e-07 Eh: yes" in summary
+    # the gradient: 12 s against 8 s, its J/K part 10 s against 4 s
+    assert "rhf water_clusters/007 cc-pvtz (2726 AOs): 1.50x (J/K part 2.50x)" in summary
 
 
 def test_report_without_gpu_records(tmp_path):
@@ -86,14 +94,18 @@ def test_report_without_gpu_records(tmp_path):
     row = {"kind": "accuracy", "molecule": "water_clusters/002", "basis": "cc-pvdz",
            "method": "rhf", "cartesian": True, "backend": "cpu", "nao": 25, "tol": 1e-14,
            "setup_s": 1.0, "jk_s": 0.1, "max_dj": 1e-13, "max_dk": 2e-11, "max_j": 9.0,
-           "max_k": 5.0}  # fmt: skip
+           "max_k": 5.0, "jk_deriv_s": 0.3, "max_dj_deriv": 3e-13, "max_dk_deriv": 2e-10,
+           "max_j_deriv": 12.0, "max_k_deriv": 6.0}  # fmt: skip
     rows.write_text(json.dumps(row) + "\n")
     out = tmp_path / "report"
     assert report.main(["--records", str(tmp_path / "none"), "--rows", str(rows),
                         "--out", str(out)]) == 0  # fmt: skip
     assert "(no SCF records)" in (out / "SUMMARY.md").read_text()
     accuracy = (out / "jk_accuracy.md").read_text()
-    assert "cc-pvdz (cart)" in accuracy and "True" in accuracy
+    assert "cc-pvdz (cart)" in accuracy
+    # the derivative K error (2e-10) fails the 1e-10 bound
+    assert "False" in accuracy and "True" not in accuracy
+    assert "(no gradient records)" in (out / "SUMMARY.md").read_text()
 
 
 def test_markdown_cells_keep_their_pipes():

@@ -1,17 +1,18 @@
 # J/K for SCF (fusionrcg.JK, fusionrcg.apply). On every machine: J and K of the engine's C++
-# backend against PySCF's get_jk (python -m qcbench.scf.bench accuracy). On a GPU machine
+# backend, and their nuclear derivatives, against PySCF (python -m qcbench.scf.bench accuracy). On a GPU machine
 # (resources gpu=1): the engine's kernels of every class built ahead, then one run of the SCF
 # benchmark against GPU4PySCF in the same process (time per SCF iteration, J/K builds at mid-SCF
-# and converged densities, energies, a large build, the host's share), a new jk-scf record. The
-# report (FusionRCG Figs. 9-10, tables, SUMMARY.md) comes from the records in records/ and, on
-# a GPU machine, from that new run.
+# and converged densities, energies, a large build, the host's share, analytic gradients), a new
+# jk-scf record. The report (FusionRCG Figs. 9-10, tables, SUMMARY.md) comes from the records in
+# records/ and, on a GPU machine, from that new run.
 JK = config["jk"]
 JK_GPU = JK["gpu"]
 JK_DIR = f"{RESULTS}/jk"
 JK_GPU_RUN = f"{RUNS}/jk-scf/scf"
 DFT_GPU_RUN = f"{RUNS}/jk-scf/dft"
 JK_FILES = [f"{t}.{ext}" for t in ("scf_iterations", "jk_builds", "jk_classes", "jk_phases",
-                                   "jk_options", "jk_accuracy") for ext in ("csv", "md")]  # fmt: skip
+                                   "jk_options", "jk_accuracy", "jk_gradients")
+            for ext in ("csv", "md")]  # fmt: skip
 JK_FILES += ["dft_scf.csv", "dft_scf.md", "fig5_dft_scf.png"]
 JK_FILES += ["fig9a_ccpvdz.png", "fig9b_tz_qz.png", "fig10_average.png", "SUMMARY.md"]
 JK_REPORTS = published(*(f"jk/{name}" for name in JK_FILES))
@@ -30,12 +31,13 @@ rule jk_accuracy_cpu:
     params:
         out=f"{JK_DIR}/accuracy_cpu",
         systems=" ".join(JK["accuracy"]["systems"]),
+        deriv="--deriv" if JK["accuracy"]["deriv"] else "",
     log:
         f"{RESULTS}/logs/jk/accuracy_cpu.log",
     shell:
         "rm -f {output} && {JK_BENCH} accuracy --backend cpu --systems {params.systems}"
-        " --direct-scf-tol {JK[accuracy][tol]} --kernel-dir {KERNELS} --out {params.out}"
-        " > {log} 2>&1"
+        " --direct-scf-tol {JK[accuracy][tol]} {params.deriv} --kernel-dir {KERNELS}"
+        " --out {params.out} > {log} 2>&1"
 
 
 rule jk_kernels:
@@ -48,7 +50,8 @@ rule jk_kernels:
         f"{RESULTS}/logs/jk/kernels.log",
     shell:
         "{PY} -m fusionrcg prebuild --lmax {JK[prebuild_lmax]} --arch {config[eri][kernels][arch]}"
-        " --kernel-dir {KERNELS} --jobs {threads} > {log} 2>&1"
+        " --deriv-lmax {JK[deriv_prebuild_lmax]} --kernel-dir {KERNELS} --jobs {threads}"
+        " > {log} 2>&1"
 
 
 rule jk_scf_bench:
@@ -63,7 +66,7 @@ rule jk_scf_bench:
         kind="jk-scf",
         run="scf",
         summary="J/K for SCF against GPU4PySCF: time per SCF iteration and J/K builds "
-        "(FusionRCG Figs. 9-10), energies, a large build, the host's share",
+        "(FusionRCG Figs. 9-10), energies, a large build, the host's share, analytic gradients",
         options=json.dumps(JK_GPU),
         dz=" ".join(JK_GPU["scf"]),
         large=" ".join(JK_GPU["scf_large"]["systems"]),
@@ -71,6 +74,8 @@ rule jk_scf_bench:
         methods=" ".join(JK_GPU["energies"]["methods"]),
         memory=" ".join(JK_GPU["memory"]),
         host=" ".join(JK_GPU["host_share"]),
+        gradient=" ".join(JK_GPU["gradient"]["systems"]),
+        gradient_methods=" ".join(JK_GPU["gradient"]["methods"]),
     resources:
         gpu=1,
     log:
@@ -85,6 +90,10 @@ rule jk_scf_bench:
         " --kernel-dir {KERNELS} --out {output};"
         " {JK_BENCH} host-share --systems {params.host} --kernel-dir {KERNELS} --out {output};"
         " {JK_BENCH} memory --systems {params.memory} --kernel-dir {KERNELS} --out {output};"
+        " for m in {params.gradient_methods}; do {JK_BENCH} gradient --systems"
+        " {params.gradient} --method $m --conv-tol {JK_GPU[energies][conv_tol]}"
+        " --direct-scf-tol {JK_GPU[direct_scf_tol]} --repeats {JK_GPU[repeats]}"
+        " --kernel-dir {KERNELS} --out {output}; done;"
         " test -s {output}/records.jsonl && " + RECORD_MANIFEST + ") > {log} 2>&1"
 
 

@@ -52,6 +52,10 @@ class HostArrays:
     def to_host(self, a) -> np.ndarray:
         return np.asarray(a)
 
+    def add_at(self, target, index, values) -> None:
+        """target[index] += values, repeated indices adding up (``target`` flat)."""
+        np.add.at(target, index, values)
+
     def block_absmax(self, dm, seg_ao: np.ndarray, seg_size: np.ndarray) -> np.ndarray:
         """(nseg, nseg) float32: the largest |D[i, j]| or |D[j, i]| of each segment block over
         the densities ``dm`` (n_dm, nao, nao); segments cover the AOs in order."""
@@ -76,6 +80,12 @@ class DeviceArrays:
 
     def to_host(self, a) -> np.ndarray:
         return self.xp.asnumpy(a)
+
+    def add_at(self, target, index, values) -> None:
+        """target[index] += values, repeated indices adding up (``target`` flat)."""
+        import cupyx
+
+        cupyx.scatter_add(target, index, values)
 
     def block_absmax(self, dm, seg_ao, seg_size):
         cp = self.xp

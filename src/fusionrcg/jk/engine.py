@@ -14,20 +14,24 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..angmom import QuartetClass
 from ..errors import DeviceError, InputError
+from ..library.store import LibraryKernel
+from ..lowering.target import Epilogue, untile_outputs
 from ..options import KernelOptions, kernel_options
 from ..runtime.device import cupy_or_none
 from ..runtime.items import ItemBatch
-from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, contract_items
+from ..runtime.launch import BUFFER_BUDGET_BYTES, CpuExecutor, GradientTarget, contract_items
 from ..shells import check_mole
 from .arrays import DeviceArrays, HostArrays
 from .basis import engine_basis
-from .kernels import ClassKernels, class_kernels
+from .deriv import add_position_gradient, contract_deriv_items, scaled_weights
+from .kernels import ClassKernels, class_kernels, deriv_kernels
 from .pairs import PairTable, build_pair_table
 from .tasks import MAX_CANDIDATES, Block, DeviceScreener, HostScreener, Screen, blocks
 
@@ -158,11 +162,15 @@ class JK:
             target, arch = "cpp", "host"
         self._kernel_args = (self.options, self.basis.spherical, target, arch, kernel_dir)
         self._kernels: dict[QuartetClass, ClassKernels] = {}
+        self._deriv_kernels: dict[tuple, tuple[LibraryKernel, ...]] = {}
+        self._deriv_data = None
         xp = self.arrays.xp
         self._contraction = None if contraction is None else xp.asarray(contraction)
         sizes = np.diff(np.append(self.basis.ao, self.basis.nao))
         self._seg_ao = xp.asarray(self.basis.ao, dtype=xp.int32)
         self._seg_size = xp.asarray(sizes, dtype=xp.int32)
+        atoms = np.repeat(np.asarray(mol._bas[:, 0], dtype=np.int32), self.basis.nctr)
+        self._seg_atom = xp.asarray(atoms)
         self.pairs: PairTable = build_pair_table(self.basis, self.arrays, self._schwarz)
         if self.arrays.device:
             self._screener = DeviceScreener(self.arrays, self._candidates, spread=spread_items)
@@ -206,6 +214,16 @@ class JK:
         if cls not in self._kernels:
             self._kernels[cls] = class_kernels(cls, *self._kernel_args)
         return self._kernels[cls]
+
+    def deriv_kernels(
+        self, cls: QuartetClass, epilogue: Epilogue = Epilogue.STORE
+    ) -> tuple[LibraryKernel, ...]:
+        """The first-derivative kernels of the canonical class ``cls`` (positions A, B, C):
+        store kernels, or the gradient epilogue's where the class is Tier 1; resolved once."""
+        key = (cls, epilogue)
+        if key not in self._deriv_kernels:
+            self._deriv_kernels[key] = deriv_kernels(cls, *self._kernel_args, epilogue)
+        return self._deriv_kernels[key]
 
     def _schwarz(self, la: int, lb: int, a, b, ranges, data):
         """Q_ab = max |(ab|ab)|^(1/2) of pairs (a, b) from the store kernel of (ab|ab)."""
@@ -266,17 +284,81 @@ class JK:
         goes (a scheduler handing tasks out on demand). None builds every task."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
-        try:
+        with self._memory_errors(dm, "J/K"):
             return self._build(dm, hermi, with_j, with_k, tasks)
+
+    def get_jk_deriv(self, dm, with_j: bool = True, with_k: bool = True):
+        """(vj, vk): the nuclear-derivative Coulomb and exchange matrices of ``dm`` as PySCF's
+        gradient ``get_jk`` returns them (``pyscf.grad.rhf.get_jk``): vj[x, i, j] = -sum_kl
+        (nabla_x i j|k l) D_lk and vk[x, i, l] = -sum_jk (nabla_x i j|k l) D_jk, (3, nao, nao)
+        for one density and (n, 3, nao, nao) for n; None for a matrix not asked for. From the
+        generated first-derivative classes (``jk.deriv``), over the quartets that pass the
+        screening of ``get_jk`` at ``tol``. NumPy in, NumPy out; CuPy in, CuPy out."""
+        if not (with_j or with_k):
+            raise JKInputError("nothing to build: with_j and with_k are both False")
+        with self._memory_errors(dm, "derivative J/K"):
+            vj, vk = self._deriv_build(self._densities(dm, 0), with_j, with_k)
+        return self._like_deriv(dm, vj), self._like_deriv(dm, vk)
+
+    def jk_energy_per_atom(self, dm, j_factor: float = 1.0, k_factor: float = 1.0) -> np.ndarray:
+        """j_factor dE_J/dR - k_factor dE_K/dR per atom, (natm, 3) on the host, as GPU4PySCF's
+        gradient ``jk_energy_per_atom``: ``dm`` is a symmetric restricted total density (nao,
+        nao) or (1, nao, nao), or the two spin densities (2, nao, nao) (``jk.deriv`` states the
+        energies). Each item's derivative integrals
+        are summed against the densities' weights (``jk.deriv.contract_deriv_energy``), with
+        no derivative matrices."""
+        dms = self._densities(dm, 1)
+        if dms.shape[0] not in (1, 2):
+            raise JKInputError(
+                f"{dms.shape[0]} densities: the energy gradient takes one (restricted) or two "
+                "(spin densities)"
+            )
+        xp = self.arrays.xp
+        de = xp.zeros(3 * self.mol.natm)
+        if j_factor or k_factor:
+            with self._memory_errors(dm, "the J/K energy gradient"):
+                self._energy_gradient(dms, float(j_factor), float(k_factor), de)
+        return self.arrays.to_host(de).reshape(-1, 3)
+
+    def _energy_gradient(self, dms, j_factor: float, k_factor: float, de) -> None:
+        """Adds the energy gradient of the checked densities ``dms`` into ``de`` (natm * 3):
+        Tier 1 derivative classes through their gradient epilogue, Tier 2 ones from their
+        stored integrals (``jk.deriv.add_position_gradient``)."""
+        dk = self._engine_densities(dms)
+        target = GradientTarget(self._seg_atom, de, j_factor, k_factor)
+        parts = self._deriv_parts(dk, bool(j_factor), bool(k_factor), Epilogue.GRAD)
+        for kernels, deriv, part in parts:
+            weights = None
+            for position, kernel in enumerate(deriv):
+                if kernel.epilogue is Epilogue.GRAD:
+                    self.executor.run_items(
+                        kernel, part, self._basis_arrays, self._deriv_data, dk, gradient=target
+                    )
+                    continue
+                if weights is None:
+                    weights = scaled_weights(
+                        self.arrays.xp, kernels.output_shape, part.quartets, part.scales,
+                        self._seg_ao, dk, j_factor, k_factor,
+                    )  # fmt: skip
+                grad = self._item_integrals(kernel, part, self._deriv_data)
+                add_position_gradient(
+                    self.arrays, grad, position, part.quartets, weights, self._seg_atom, de
+                )
+
+    @contextmanager
+    def _memory_errors(self, dm, what: str):
+        """Running out of device memory becomes a ``DeviceError`` naming the sizes."""
+        try:
+            yield
         except Exception as exc:
             if not _out_of_memory(exc):
                 raise
             n = 1 if np.ndim(dm) == 2 else int(np.shape(dm)[0])
             raise DeviceError(
-                f"out of GPU memory building J/K of {n} density matrices over {self.nao} AOs "
-                f"({self.basis.nao} in the engine's basis): {exc}. Free device memory (e.g. "
-                "cupy.get_default_memory_pool().free_all_blocks()) or build fewer densities "
-                "at once"
+                f"out of GPU memory building {what} of {n} density matrices over {self.nao} "
+                f"AOs ({self.basis.nao} in the engine's basis): {exc}. Free device memory "
+                "(e.g. cupy.get_default_memory_pool().free_all_blocks()) or build fewer "
+                "densities at once"
             ) from exc
 
     def _drawn(self, tasks) -> Iterator[tuple[int, Block]]:
@@ -331,6 +413,54 @@ class JK:
         self.last_profile = prof
         return self._like(dm, vj), self._like(dm, vk)
 
+    def _engine_densities(self, dms):
+        """Densities over the molecule's AOs in the engine's basis (D' = C D C^T)."""
+        c = self._contraction
+        return self.arrays.xp.ascontiguousarray(dms if c is None else c @ dms @ c.T)
+
+    def _deriv_parts(self, dk, with_j: bool, with_k: bool, epilogue: Epilogue):
+        """(class kernels, derivative kernels on A, B, C, item batch) of every screened item
+        of the build, in parts whose buffers fit the budget."""
+        blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
+        screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
+        if self._deriv_data is None:
+            self._deriv_data = self.pairs.deriv_data(self.arrays.xp)
+        for kernels, class_blocks in self.classes:
+            deriv = self.deriv_kernels(kernels.cls, epilogue)
+            # three derivative outputs, their scaled copies, the fourth centre's and weights
+            per_item = 8 * (8 * deriv[0].n_outputs + max(k.global_slots for k in deriv))
+            for _, items in self._screener.class_items(self.pairs, class_blocks, screen):
+                for part in items.parts(per_item, self._buffer_budget):
+                    yield kernels, deriv, part
+
+    def _deriv_build(self, dms, with_j: bool, with_k: bool):
+        """(vj, vk) (n, 3, nao, nao) of the backend over the molecule's AOs, for the checked
+        densities ``dms`` (n, nao, nao)."""
+        xp = self.arrays.xp
+        dk = self._engine_densities(dms)
+        shape = (dk.shape[0], 3, self.basis.nao, self.basis.nao)
+        vj = xp.zeros(shape) if with_j else None
+        vk = xp.zeros(shape) if with_k else None
+        for kernels, deriv, part in self._deriv_parts(dk, with_j, with_k, Epilogue.STORE):
+            grads = [self._item_integrals(k, part, self._deriv_data) for k in deriv]
+            contract_deriv_items(
+                self.arrays, kernels.output_shape, grads, part.quartets, part.scales,
+                self._seg_ao, dk, vj, vk,
+            )  # fmt: skip
+        c = self._contraction
+        if c is not None:  # back to the molecule's AOs: J = C^T J' C
+            vj = None if vj is None else c.T @ vj @ c
+            vk = None if vk is None else c.T @ vk @ c
+        return vj, vk
+
+    def _item_integrals(self, kernel: LibraryKernel, items, pair_data):
+        """(n, n_outputs) integrals of a store kernel's launch over ``items``, where they
+        were computed (the device's tiled buffer viewed item by item)."""
+        ints = self.executor.run_items(kernel, items, self._basis_arrays, pair_data)
+        if self.arrays.device:
+            ints = untile_outputs(ints, kernel.n_outputs)[: items.size]
+        return ints
+
     def _count(self, prof: BuildProfile, kernels: ClassKernels, items, per_quartet: int) -> None:
         """Quartets, items and graph FLOPs (every item's primitive quartets and its HRR)."""
         name = str(kernels.cls)
@@ -382,6 +512,19 @@ class JK:
             last[0] = now
 
         return tick
+
+    def _like_deriv(self, dm, v):
+        """``v`` (n, 3, nao, nao) as (3, nao, nao) for a two-dimensional ``dm``, in ``dm``'s
+        array library."""
+        if v is None:
+            return None
+        if (dm.ndim if hasattr(dm, "ndim") else np.ndim(dm)) == 2:
+            v = v[0]
+        if _is_cupy(dm):
+            import cupy
+
+            return cupy.asarray(v)
+        return self.arrays.to_host(v)
 
     def _like(self, dm, v):
         """``v`` (n, nao, nao) shaped like ``dm`` and of its array library."""

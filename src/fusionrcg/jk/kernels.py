@@ -20,6 +20,7 @@ from ..library.store import LibraryKernel, get_kernel
 from ..lowering.target import Epilogue
 from ..options import KernelOptions, kernel_options
 from ..variants import Tier
+from .deriv import DERIV_POSITIONS
 
 FUSED_MAX_OUTPUTS = 63
 """Tier 1 classes with at most this many integrals contract J and K in their own epilogue."""
@@ -65,12 +66,39 @@ def class_kernels(
     return ClassKernels(cls, store, fused)
 
 
-def _build(cls_tag: str, options: str, spherical: bool, target: str, arch: str, directory):
+def deriv_kernels(
+    cls: QuartetClass,
+    options: KernelOptions,
+    spherical: bool,
+    target: str,
+    arch: str,
+    directory=None,
+    epilogue: Epilogue = Epilogue.STORE,
+) -> tuple[LibraryKernel, ...]:
+    """The kernels of the first-derivative classes of ``cls`` on its positions A, B and C
+    (``deriv.DERIV_POSITIONS``) from the library (built on first use): store kernels, or
+    with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
+    then answers with its store kernel)."""
+    if cls.total >= FIRST_FORM_MIN_TOTAL:
+        options = options.replace(spill_fallbacks=False)
+    return tuple(
+        get_kernel(cls.with_deriv(p), options, spherical, epilogue, target, arch, directory)
+        for p in DERIV_POSITIONS
+    )
+
+
+def _build(
+    cls_tag: str, deriv: bool, options: str, spherical: bool, target: str, arch: str, directory
+):  # fmt: skip
     start = time.perf_counter()
     cls = QuartetClass(*(int(c) for c in cls_tag))
-    kernels = class_kernels(cls, kernel_options(options), spherical, target, arch, directory)
-    built = [k for k in (kernels.store, kernels.fused) if k is not None]
-    return cls_tag, all(k.cached for k in built), time.perf_counter() - start
+    args = (cls, kernel_options(options), spherical, target, arch, directory)
+    if deriv:
+        built = list(deriv_kernels(*args)) + list(deriv_kernels(*args, Epilogue.GRAD))
+    else:
+        kernels = class_kernels(*args)
+        built = [k for k in (kernels.store, kernels.fused) if k is not None]
+    return cls_tag, deriv, all(k.cached for k in built), time.perf_counter() - start
 
 
 def prebuild(
@@ -82,18 +110,24 @@ def prebuild(
     directory=None,
     jobs: int = 1,
     out=None,
+    deriv_lmax: int | None = None,
 ) -> None:
     """Build the J/K kernels of every canonical class with l <= ``lmax`` under ``options`` (a
-    preset name), ``jobs`` at a time, largest classes first (they take longest), printing one
-    progress line per class."""
+    preset name) and, with ``deriv_lmax``, the first-derivative kernels (gradients) of every
+    class with l <= ``deriv_lmax``; ``jobs`` at a time, largest classes first (they take
+    longest), printing one progress line per class."""
     out = sys.stderr if out is None else out
-    classes = sorted(canonical_classes(lmax), key=lambda c: -c.total)
-    args = [(c.tag, options, spherical, target, arch, directory) for c in classes]
+    work = [(c, False) for c in canonical_classes(lmax)]
+    if deriv_lmax is not None:
+        work += [(c, True) for c in canonical_classes(deriv_lmax)]
+    work.sort(key=lambda w: -w[0].total - w[1])
+    args = [(c.tag, deriv, options, spherical, target, arch, directory) for c, deriv in work]
     done = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(_build, *a) for a in args]
         for future in as_completed(futures):
-            tag, cached, seconds = future.result()
+            tag, deriv, cached, seconds = future.result()
             done += 1
             how = "in the library" if cached else f"built in {seconds:.0f} s"
-            print(f"[{done}/{len(classes)}] ({tag[:2]}|{tag[2:]}) {how}", file=out, flush=True)
+            what = "derivatives of " if deriv else ""
+            print(f"[{done}/{len(work)}] {what}({tag[:2]}|{tag[2:]}) {how}", file=out, flush=True)

@@ -60,11 +60,17 @@ class PairTable:
     bound: Any  # (n,) float64 Schwarz bound
     ranges: Any  # (n, 2) int32 first row in ``data``, row count
     data: Any  # (rows, 6) float64 primitive-pair fields (``lowering.kernel.PAIR_FIELDS``)
+    exponents: Any  # (rows, 2) float64 the two primitive exponents of each row of ``data``
     groups: tuple[PairGroup, ...]  # by pair class, then rows
 
     @property
     def size(self) -> int:
         return int(self.first.shape[0])
+
+    def deriv_data(self, xp):
+        """The rows with their exponents appended (``lowering.kernel.DERIV_PAIR_FIELDS``), as
+        the derivative kernels read them; same rows, so ``ranges`` index both."""
+        return xp.ascontiguousarray(xp.concatenate([self.data, self.exponents], axis=1))
 
     def classes(self) -> dict[tuple[int, int], list[PairGroup]]:
         """The groups of each pair class (la, lb)."""
@@ -98,9 +104,10 @@ def candidate_pairs(basis: SegmentedBasis, xp) -> tuple[Any, Any]:
     return a, b
 
 
-def primitive_rows(basis: SegmentedBasis, a, b, xp) -> tuple[Any, Any]:
+def primitive_rows(basis: SegmentedBasis, a, b, xp) -> tuple[Any, Any, Any]:
     """The primitive-pair rows of pairs (a, b), first segment's primitives outer, without those
-    under ``PRIMITIVE_CUTOFF``: per pair (first row, row count), and the rows."""
+    under ``PRIMITIVE_CUTOFF``: per pair (first row, row count), the rows, and the two
+    primitive exponents of each row."""
     prim = xp.asarray(basis.prim).astype(xp.int64)
     n2 = prim[b, 1]
     owner, local = expand(xp, prim[a, 1] * n2)
@@ -120,7 +127,8 @@ def primitive_rows(basis: SegmentedBasis, a, b, xp) -> tuple[Any, Any]:
     counts = xp.bincount(owner[keep], minlength=int(a.shape[0]))
     first = xp.cumsum(counts) - counts
     ranges = xp.stack([first, counts], axis=1).astype(xp.int32)
-    return ranges, xp.ascontiguousarray(data)
+    exponents = xp.stack([e1, e2], axis=1)[keep]
+    return ranges, xp.ascontiguousarray(data), xp.ascontiguousarray(exponents)
 
 
 SchwarzFn = Callable[[int, int, Any, Any, Any, Any], Any]
@@ -136,7 +144,7 @@ def build_pair_table(basis: SegmentedBasis, arrays, schwarz: SchwarzFn) -> PairT
     key = l[a].astype(xp.int64) * (LMAX + 1) + l[b]
     order = xp.argsort(key * a.shape[0] + xp.arange(a.shape[0]))  # by class, stable
     a, b, key = a[order], b[order], key[order]
-    ranges, data = primitive_rows(basis, a, b, xp)
+    ranges, data, exponents = primitive_rows(basis, a, b, xp)
     alive = ranges[:, 1] > 0
     a, b, key, ranges = a[alive], b[alive], key[alive], ranges[alive]
     keys = arrays.to_host(key)
@@ -158,4 +166,6 @@ def build_pair_table(basis: SegmentedBasis, arrays, schwarz: SchwarzFn) -> PairT
             groups.append(PairGroup(la, lb, int(r), offset, offset + int(members.shape[0])))
             offset = groups[-1].stop
     order = xp.concatenate(parts) if parts else xp.zeros(0, dtype=xp.int64)
-    return PairTable(a[order], b[order], bound[order], ranges[order], data, tuple(groups))
+    return PairTable(
+        a[order], b[order], bound[order], ranges[order], data, exponents, tuple(groups)
+    )

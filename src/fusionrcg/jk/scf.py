@@ -6,7 +6,9 @@ DFT, scaling of K by the hybrid fraction); its ``get_jk``, ``get_j`` and ``get_k
 ``JK`` engine per molecule, made on first use and kept for later SCF runs on the same molecule
 and threshold. GPU4PySCF's restricted Fock builds ask for J and then for K of the same density:
 the engine builds both in the first call (one pass over the integrals) and hands K to the second.
-Range-separated exchange (``omega`` != 0) raises ``NotImplementedError``. A basis with shells
+Range-separated exchange (``omega`` != 0) raises ``NotImplementedError``. Its analytic gradient
+objects (``nuc_grad_method``, ``Gradients``) take their J/K derivatives from the same engine
+(``jk.grad``). A basis with shells
 above l = 4 keeps the object's own J/K (with a warning), since the generated path stops at g
 functions.
 """
@@ -41,6 +43,19 @@ class FusionJKMixin:
                 kernel_dir=self.fusion_kernel_dir,
             )
         return engines[key]
+
+    def nuc_grad_method(self):
+        """The object's analytic gradient with its J/K derivatives from the same engine
+        (``jk.grad.apply_grad``)."""
+        from .grad import apply_grad
+
+        return apply_grad(super().nuc_grad_method())
+
+    def Gradients(self):  # noqa: N802 (PySCF's name)
+        """As ``nuc_grad_method``."""
+        from .grad import apply_grad
+
+        return apply_grad(super().Gradients())
 
     def get_jk(self, mol=None, dm=None, hermi=1, with_j=True, with_k=True, omega=None, **kwargs):
         if mol is None:

@@ -6,8 +6,10 @@ with their precomputed Gaussian-product data, Boys function) and differ in where
 * Tier 1: one function; VRR vertices, the accumulator bank and Phase 2 are registers in the
   plan's order, up to the model's register budgets; beyond them values live in per-thread
   shared-memory slots (``placement``); a kernel the model holds to fewer registers for
-  occupancy carries launch bounds. The epilogue writes each integral (``store``) or folds
-  it into J and K with atomic adds (``jk``) as soon as it is computed.
+  occupancy carries launch bounds. The epilogue writes each integral (``store``), folds
+  it into J and K with atomic adds (``jk``) or, for a derivative class, weighs it with the
+  densities into three sums that end as per-atom energy gradients (``grad``), as soon as it is
+  computed.
 * Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
   ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
   Phase 2 as straight-line non-inlined functions generated from the layout's program (values
@@ -54,6 +56,15 @@ KERNEL_ARGS = """int n, const int* __restrict__ quartets, const double* __restri
     const int* __restrict__ p2_code, const int p2_len, const int nao,
     const double* __restrict__ dm, double* __restrict__ vj, double* __restrict__ vk,
     const int n_dm"""
+
+# The gradient epilogue's kernels take four arguments more: each segment's atom, the (natm, 3)
+# energy gradient the kernel adds into, and the factors of J and K in the energy.
+GRAD_KERNEL_ARGS = (
+    KERNEL_ARGS
+    + """,
+    const int* __restrict__ seg_atom, double* __restrict__ grad, const double j_factor,
+    const double k_factor"""
+)
 
 PRIMITIVE_FIELDS = (*S.PRIMITIVE_SYMBOLS, "pref")
 
@@ -298,9 +309,54 @@ def _jk_macro() -> str:
     return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
+def _grad_macro() -> str:
+    """The weight of one derivative integral (component x of (nabla ab|cd)) in j_factor E_J -
+    k_factor E_K over the ``n_dm`` symmetric densities stacked in ``dm`` (one total density or
+    two spin densities: ``jk.deriv``), added into the quartet's sum ``g`` of component x:
+    W = 4 j Dt_ab Dt_cd - k kappa sum_s (Ds_ac Ds_bd + Ds_ad Ds_bc), with ``jw_`` = 4 j and
+    ``kw_`` = k kappa set once per quartet."""
+    a, b, c, d = "oa + (i)", "ob + (j)", "oc + (k)", "od + (l)"
+    lines = [
+        "#define FRCG_GRAD(g, i, j, k, l, val) do {",
+        "double ab_ = 0.0, cd_ = 0.0, w_ = 0.0;",
+        "for (int m_ = 0; m_ < n_dm; ++m_) {",
+        "const double* const dm_ = dm + (size_t)m_ * nao * nao;",
+        f"ab_ += DM({a}, {b});",
+        f"cd_ += DM({c}, {d});",
+        f"w_ -= DM({a}, {c}) * DM({b}, {d}) + DM({a}, {d}) * DM({b}, {c});",
+        "}",
+        "g += (val) * (jw_ * ab_ * cd_ + kw_ * w_);",
+    ]
+    return " \\\n    ".join(lines) + " \\\n} while (0)"
+
+
+def _grad_open() -> list[str]:
+    """The gradient epilogue's per-quartet state: the weights' factors and three sums."""
+    return [
+        "const double sq = qscale[q];",
+        "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
+        "const double jw_ = 4.0 * j_factor, kw_ = k_factor * (n_dm == 1 ? 1.0 : 2.0);",
+        "double g0 = 0.0, g1 = 0.0, g2 = 0.0;",
+    ]
+
+
+def _grad_close(deriv: int) -> list[str]:
+    """The quartet's share of the gradient: its sums are minus the energy's derivative by the
+    atom of the differentiated centre and, by translational invariance, plus the derivative
+    by the atom of centre D (each position's kernel adds its own share)."""
+    centre = ("ia", "ib", "ic")[deriv]
+    lines = [f"const int at_ = 3 * seg_atom[{centre}], atd_ = 3 * seg_atom[id];"]
+    for x in range(3):
+        lines += [f"ATOMIC(grad[at_ + {x}], -sq * g{x});", f"ATOMIC(grad[atd_ + {x}], sq * g{x});"]
+    return lines
+
+
 def _epilogue_line(epilogue: Epilogue, k: int, index: tuple[int, ...], value: str) -> str:
     if epilogue is Epilogue.JK:
         return f"FRCG_JK({', '.join(map(str, index))}, {value});"
+    if epilogue is Epilogue.GRAD:  # index: (component, i, j, k, l)
+        x, *rest = index
+        return f"FRCG_GRAD(g{x}, {', '.join(map(str, rest))}, {value});"
     return f"OUT({k}) = {value};"
 
 
@@ -344,6 +400,8 @@ def _tier1_body(
             "const double sq = qscale[q];",
             "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
         ]
+    elif epilogue is Epilogue.GRAD:
+        lines += _grad_open()
     # each integral leaves as soon as it exists, so that outputs do not pile up in registers
     index = list(product(*(range(s) for s in g.output_shape)))
     outputs_of: dict[int, list[int]] = {}
@@ -368,6 +426,8 @@ def _tier1_body(
         for x, s in step.to_slot:
             lines.append(f"SET_SACC({s}, {name(x)});")
             slot[x] = s
+    if epilogue is Epilogue.GRAD:
+        lines += _grad_close(plan.cls.deriv)
     return lines
 
 
@@ -608,8 +668,13 @@ def lower(
         )
     if plan.cls.deriv is not None and epi is Epilogue.JK:
         raise OptionsError(
-            f"{plan.cls}: derivative classes are lowered with the 'store' epilogue; their "
-            "J/K-gradient contraction is not a J/K epilogue"
+            f"{plan.cls}: derivative classes are lowered with the 'store' or 'grad' epilogue; "
+            "their J/K-gradient contraction is not a J/K epilogue"
+        )
+    if epi is Epilogue.GRAD and (plan.cls.deriv is None or tier is Tier.BUFFERED):
+        raise OptionsError(
+            f"{plan.cls} Tier {int(tier)}: the gradient epilogue is for Tier 1 derivative "
+            "classes; lower Tier 2 with 'store' (its integrals are contracted afterwards)"
         )
     name = kernel_name(plan, tier, epi)
     n_out = math.prod(plan.graph.output_shape)
@@ -638,6 +703,8 @@ def lower(
             placement = plan.tier1_fallback
         if epi is Epilogue.JK:
             parts.append(_jk_macro())
+        elif epi is Epilogue.GRAD:
+            parts.append(_grad_macro())
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
         body += _tier1_body(plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators)
         n_slots = placement.n_slots
@@ -668,7 +735,8 @@ def lower(
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
     bounds = tgt.launch_bounds(held) if held is not None else ""
-    parts.append(f"{tgt.kernel} {bounds}{name}({KERNEL_ARGS})\n{{\n{_indent(kernel_lines)}\n}}\n")
+    args = GRAD_KERNEL_ARGS if epi is Epilogue.GRAD else KERNEL_ARGS
+    parts.append(f"{tgt.kernel} {bounds}{name}({args})\n{{\n{_indent(kernel_lines)}\n}}\n")
     source = "\n".join(p for p in parts if p)
     return KernelSource(
         name,

@@ -44,6 +44,7 @@ def untile_outputs(buffer: np.ndarray, n_outputs: int) -> np.ndarray:
 class Epilogue(str, enum.Enum):
     STORE = "store"  # integrals to an output buffer (verification, benchmarks)
     JK = "jk"  # contract with a density matrix into half J and K matrices
+    GRAD = "grad"  # derivative classes: contract with densities into per-atom energy gradients
 
 
 @dataclass(frozen=True)

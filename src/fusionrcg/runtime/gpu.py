@@ -32,7 +32,7 @@ from ..variants import Tier, Variant
 from .basis import SegmentedBasis
 from .device import require_cupy
 from .items import ItemBatch
-from .launch import _program, _quartet_batches
+from .launch import GradientTarget, _program, _quartet_batches
 from .pairs import primitive_pairs
 
 THREADS = 128
@@ -427,12 +427,13 @@ class GpuExecutor:
 
     def run_items(
         self, kernel: LibraryKernel, batch: ItemBatch, basis: DeviceBasis, pair_data,
-        dm=None, vj=None, vk=None,
+        dm=None, vj=None, vk=None, gradient: GradientTarget | None = None,
     ):  # fmt: skip
         """One launch of ``kernel`` over ``batch`` (device arrays): a store kernel returns its
         items' integrals (tiled, ``target.OUTPUT_TILE``); a J/K kernel adds the half J and K of
         the densities ``dm`` (n_dm, nao, nao) into ``vj`` and ``vk`` (same shape; either may be
-        None) and returns None. Asynchronous on the current stream."""
+        None) and returns None; a gradient kernel adds the energy gradient of the densities
+        ``dm`` into ``gradient.out``. Asynchronous on the current stream."""
         cp = self.cp
         n = batch.size
         store = kernel.epilogue is Epilogue.STORE
@@ -450,6 +451,8 @@ class GpuExecutor:
             pair_data, self._table, out, buf, np.int64(n), *self._device_program(kernel),
             np.int32(basis.nao), *_densities(dm, vj, vk),
         )  # fmt: skip
+        if kernel.epilogue is Epilogue.GRAD:
+            args += gradient.arguments(lambda a: a)
         fn(((n + threads - 1) // threads,), (threads,), args, shared_mem=smem)
         return out if store else None
 

@@ -8,8 +8,10 @@ half J and K matrices of a symmetric density (``J = Jh + Jh^T``, ``K = Kh + Kh^T
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,23 @@ from .pairs import items_per_quartet, primitive_pairs
 
 BUFFER_BUDGET_BYTES = 1 << 30
 """Buffer memory (slots, and on the GPU the integrals) per launch; larger batches are split."""
+
+
+@dataclass(frozen=True)
+class GradientTarget:
+    """What a gradient-epilogue launch adds into: ``out`` (natm * 3) the energy gradient of
+    j_factor E_J - k_factor E_K, ``seg_atom`` each segment's atom (int32), arrays of the
+    executor's side."""
+
+    seg_atom: Any
+    out: Any
+    j_factor: float
+    k_factor: float
+
+    def arguments(self, pointer) -> tuple:
+        """The kernel's four extra arguments, arrays through ``pointer``."""
+        factors = np.float64(self.j_factor), np.float64(self.k_factor)
+        return (pointer(self.seg_atom), pointer(self.out), *factors)
 
 
 def _item_batches(items: np.ndarray, n_slots: int, budget: int = BUFFER_BUDGET_BYTES):
@@ -63,12 +82,16 @@ def _program(kernel: LibraryKernel):
 
 
 @lru_cache(maxsize=256)
-def _cpu_function(path: Path, name: str):
+def _cpu_function(path: Path, name: str, gradient: bool = False):
+    """The kernel ``name`` of ``path``; ``gradient``: it has the gradient epilogue's four
+    arguments more (``lowering.kernel.GRAD_KERNEL_ARGS``)."""
     lib = ctypes.CDLL(str(path))
     fn = getattr(lib, name)
     ptr = ctypes.c_void_p
     i32, i64 = ctypes.c_int, ctypes.c_longlong
     fn.argtypes = [i32, *[ptr] * 8, ptr, ptr, i64, *[ptr] * 5, i32, i32, ptr, ptr, ptr, i32]
+    if gradient:
+        fn.argtypes += [ptr, ptr, ctypes.c_double, ctypes.c_double]
     fn.restype = None
     return fn
 
@@ -126,12 +149,14 @@ class CpuExecutor:
 
     def run_items(
         self, kernel: LibraryKernel, batch: ItemBatch, basis: SegmentedBasis, pair_data,
-        dm=None, vj=None, vk=None,
+        dm=None, vj=None, vk=None, gradient: GradientTarget | None = None,
     ) -> np.ndarray | None:  # fmt: skip
         """One launch of ``kernel`` over ``batch``: a store kernel returns its integrals
         (n, n_outputs); a J/K kernel adds the half J and K of the densities ``dm`` (n_dm, nao,
-        nao) into ``vj`` and ``vk`` (same shape; either may be None)."""
-        fn = _cpu_function(kernel.binary, kernel.name)
+        nao) into ``vj`` and ``vk`` (same shape; either may be None); a gradient kernel adds
+        the energy gradient of the densities ``dm`` into ``gradient.out``."""
+        grad = kernel.epilogue is Epilogue.GRAD
+        fn = _cpu_function(kernel.binary, kernel.name, grad)
         n = batch.size
         store = kernel.epilogue is Epilogue.STORE
         out = np.empty((n, kernel.n_outputs)) if store else None
@@ -144,6 +169,7 @@ class CpuExecutor:
             n, _p(batch.quartets), _p(batch.scales), _p(basis.xyz), _p(qpair), _p(basis.ao),
             _p(batch.ranges), _p(pair_data), _p(boys_table()), _p(out), _p(buf), kernel.n_slots,
             *(_p(a) for a in prog), p2_len, basis.nao, _p(dm), _p(vj), _p(vk), n_dm,
+            *(gradient.arguments(_p) if grad else ()),
         )  # fmt: skip
         return out
 

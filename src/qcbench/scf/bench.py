@@ -18,9 +18,13 @@ holds the run's commit, device, software and first command):
   ways in one process: GPU4PySCF as it comes, with KerneLDI's XC only, and with both engines
   (``qcscf.apply``); wall time, cycles, energies, and the one-time setups (XC layout, J/K
   engine) reported apart.
+- ``gradient``: per system, a converged SCF (``--method``) with GPU4PySCF's J/K and one with
+  ``fusionrcg.apply``, then the whole analytic gradient and its J/K part
+  (``jk_energy_per_atom``) timed after the SCF, and the largest gradient difference.
 - ``accuracy``: J and K of the engine (``--backend cpu`` or ``gpu``, tight screening) against
   PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
-  element; ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
+  element (``--deriv``: also the derivative J and K against PySCF's gradient ``get_jk``);
+  ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
 """
 
 from __future__ import annotations
@@ -324,6 +328,44 @@ def run_dft(args, out) -> None:
         out(row)
 
 
+def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
+    """A converged SCF of ``args.method`` (GPU4PySCF's own J/K, or ``fusionrcg.apply``'s),
+    then its analytic gradient and the J/K part of it (``jk_energy_per_atom`` at full J and
+    K) timed: medians over ``args.repeats`` after one warm-up."""
+    import fusionrcg
+
+    mf = _make(args.method, mol, gpu=True)
+    if how == "ours":
+        mf = fusionrcg.apply(mf, "gpu", kernel_dir=args.kernel_dir)
+    scf_result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
+    grad = mf.nuc_grad_method()
+    grad.verbose = 0
+    found = {}
+    seconds = median_seconds(lambda: found.update(de=grad.kernel()), args.repeats)
+    dm = mf.make_rdm1()
+    jk_seconds = median_seconds(lambda: grad.jk_energy_per_atom(dm), args.repeats)
+    result = {"e_tot": scf_result["e_tot"], "converged": scf_result["converged"],
+              "cycles": scf_result["cycles"], "gradient_s": seconds,
+              "jk_gradient_s": jk_seconds}  # fmt: skip
+    return result, _host(found["de"])
+
+
+def run_gradient(args, out) -> None:
+    for spec in args.systems:
+        name, basis = _system(spec)
+        mol = load(name, basis)
+        print(f"{name} {basis}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
+        row = {"kind": "gradient", "molecule": name, "basis": basis, "method": args.method,
+               "natm": mol.natm, "nao": mol.nao, "conv_tol": args.conv_tol,
+               "direct_scf_tol": args.direct_scf_tol}  # fmt: skip
+        gradients = {}
+        for how in ("gpu4pyscf", "ours"):
+            row[how], gradients[how] = _gradient_run(args, mol, how)
+            _cupy().get_default_memory_pool().free_all_blocks()
+        row["max_d_grad"] = float(np.abs(gradients["ours"] - gradients["gpu4pyscf"]).max())
+        out(row)
+
+
 def run_memory(args, out) -> None:
     import fusionrcg
 
@@ -406,6 +448,21 @@ def _mid_scf_densities(mol) -> dict:
     return found
 
 
+def _deriv_accuracy(engine, mol, dm, dm_in) -> dict:
+    """The engine's derivative J and K (``JK.get_jk_deriv``) against PySCF's gradient
+    ``get_jk`` of the same density."""
+    from pyscf.grad import rhf as rhf_grad
+
+    ref_j, ref_k = rhf_grad.get_jk(mol, dm)
+    start = time.perf_counter()
+    vj, vk = (_host(v) for v in engine.get_jk_deriv(dm_in))
+    return {"jk_deriv_s": time.perf_counter() - start,
+            "max_dj_deriv": float(np.abs(vj - ref_j).max()),
+            "max_dk_deriv": float(np.abs(vk - ref_k).max()),
+            "max_j_deriv": float(np.abs(ref_j).max()),
+            "max_k_deriv": float(np.abs(ref_k).max())}  # fmt: skip
+
+
 def run_accuracy(args, out) -> None:
     from pyscf import scf
 
@@ -429,18 +486,21 @@ def run_accuracy(args, out) -> None:
             vj, vk = engine.get_jk(dm_in)
             seconds = time.perf_counter() - start
             vj, vk = (np.asarray(v) if args.backend == "cpu" else v.get() for v in (vj, vk))
-            out({"kind": "accuracy", "molecule": name, "basis": basis, "method": label,
-                 "cartesian": mol.cart, "backend": args.backend, "nao": mol.nao,
-                 "tol": args.direct_scf_tol, "setup_s": setup, "jk_s": seconds,
-                 "max_dj": float(np.abs(vj - ref_j).max()),
-                 "max_dk": float(np.abs(vk - ref_k).max()),
-                 "max_j": float(np.abs(ref_j).max()),
-                 "max_k": float(np.abs(ref_k).max())})  # fmt: skip
+            row = {"kind": "accuracy", "molecule": name, "basis": basis, "method": label,
+                   "cartesian": mol.cart, "backend": args.backend, "nao": mol.nao,
+                   "tol": args.direct_scf_tol, "setup_s": setup, "jk_s": seconds,
+                   "max_dj": float(np.abs(vj - ref_j).max()),
+                   "max_dk": float(np.abs(vk - ref_k).max()),
+                   "max_j": float(np.abs(ref_j).max()),
+                   "max_k": float(np.abs(ref_k).max())}  # fmt: skip
+            if args.deriv:
+                row.update(_deriv_accuracy(engine, mol, dm, dm_in))
+            out(row)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qcbench.scf.bench", description=__doc__)
-    commands = ("scf", "energies", "memory", "host-share", "accuracy", "dft")
+    commands = ("scf", "energies", "memory", "host-share", "accuracy", "dft", "gradient")
     parser.add_argument("command", choices=commands)
     parser.add_argument("--systems", nargs="+", required=True, help="MOLECULE:BASIS ...")
     parser.add_argument("--out", required=True, type=Path)
@@ -457,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="scf: also time the engine's choices set the other way")  # fmt: skip
     parser.add_argument("--backend", default="gpu", choices=("cpu", "gpu"),
                         help="backend of accuracy (the rest run on the GPU)")  # fmt: skip
+    parser.add_argument("--deriv", action="store_true",
+                        help="accuracy: also the derivative J and K (gradients)")  # fmt: skip
     args = parser.parse_args(argv)
     gpu = args.command != "accuracy" or args.backend == "gpu"
     args.out.mkdir(parents=True, exist_ok=True)
@@ -476,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
 
     run = {"scf": run_scf, "energies": run_energies, "memory": run_memory,
            "host-share": run_host_share, "accuracy": run_accuracy,
-           "dft": run_dft}[args.command]  # fmt: skip
+           "dft": run_dft, "gradient": run_gradient}[args.command]  # fmt: skip
     run(args, out)
     return 0
 

@@ -1,0 +1,265 @@
+"""Derivative J/K of the engine (``JK.get_jk_deriv``, ``JK.jk_energy_per_atom``) and the analytic
+gradients of ``fusionrcg.apply``'d SCF objects, against PySCF.
+
+Tolerances: the derivative matrices agree with ``pyscf.grad.rhf.get_jk`` to 1e-10 absolute at a
+screening threshold of 1e-14 (sums of many derivative integrals, each within 1e-11); per-atom
+energy gradients with PySCF's contraction of the same matrices to 1e-10 Eh/Bohr; whole analytic
+gradients with PySCF's (its own J/K derivatives) to 1e-7 Eh/Bohr at conv_tol 1e-11, the
+issue's bound for gradients against GPU4PySCF's.
+
+The default run keeps to s and p shells (6-31G and the s and p shells of cc-pVDZ, whose
+general contractions the engine keeps or expands): each canonical class needs three
+derivative kernels, and those of d shells take minutes to compile for the CPU; the slow run
+adds cc-pVDZ with its d shells, spherical and Cartesian.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pyscf import dft, gto, scf
+from pyscf.grad import rhf as rhf_grad
+
+import fusionrcg
+import qcscf
+from fusionrcg.jk import JK, JKInputError
+from fusionrcg.jk.grad import FusionGradMixin
+from fusionrcg.lowering.target import Epilogue
+
+DERIV_TOL = 1e-10
+GRADIENT_TOL = 1e-7
+
+BACKENDS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+WATER = "O 0 0 0.1; H 0 0.75 -0.45; H 0.1 -0.7 -0.5"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+def _sp_of_cc_pvdz():
+    """cc-pVDZ without its d (O) and p (H) shells: O keeps its generally contracted s shell."""
+    return {el: [s for s in gto.load("cc-pvdz", el) if s[0] <= 1] for el in ("O", "H")}
+
+
+@pytest.fixture(scope="module")
+def water():
+    return gto.M(atom=WATER, basis="6-31g", verbose=0)
+
+
+@pytest.fixture(scope="module")
+def water_cation():
+    return gto.M(atom=WATER, basis="6-31g", charge=1, spin=1, verbose=0)
+
+
+def _per_atom_reference(mol, dms, j_factor, k_factor) -> np.ndarray:
+    """j dE_J/dR - k dE_K/dR per atom from PySCF's derivative matrices, as PySCF's RHF and
+    UHF gradients contract them (one total density, or two spin densities)."""
+    de = np.zeros((mol.natm, 3))
+    rj, _ = rhf_grad.get_jk(mol, dms.sum(axis=0))
+    spin_factor = 1.0 if len(dms) == 1 else 2.0
+    for a, (p0, p1) in enumerate(mol.aoslice_by_atom()[:, 2:4]):
+        total = dms.sum(axis=0)
+        de[a] += 2 * j_factor * np.einsum("xij,ij->x", rj[:, p0:p1], total[p0:p1])
+        for d in dms:
+            rk = rhf_grad.get_jk(mol, d)[1]
+            de[a] -= spin_factor * k_factor * np.einsum("xij,ij->x", rk[:, p0:p1], d[p0:p1])
+    return de
+
+
+def _check_matrices(engine: JK, mol, dm) -> None:
+    vj, vk = engine.get_jk_deriv(dm)
+    rj, rk = rhf_grad.get_jk(mol, dm)
+    assert vj.shape == rj.shape and vk.shape == rk.shape
+    assert np.abs(vj - rj).max() <= DERIV_TOL
+    assert np.abs(vk - rk).max() <= DERIV_TOL
+
+
+def test_converged_rhf_density(water, backend):
+    dm = scf.RHF(water).run().make_rdm1()
+    _check_matrices(JK(water, backend=backend, tol=1e-14), water, dm)
+
+
+def test_spin_densities_and_a_general_density(water_cation, backend):
+    engine = JK(water_cation, backend=backend, tol=1e-14)
+    dms = scf.UHF(water_cation).run().make_rdm1()
+    _check_matrices(engine, water_cation, dms)
+    general = np.random.default_rng(1).standard_normal(dms.shape[1:]) / dms.shape[-1]
+    _check_matrices(engine, water_cation, general)
+
+
+@pytest.mark.parametrize("decontract", [False, True])
+def test_general_contractions(decontract, backend):
+    mol = gto.M(atom=WATER, basis=_sp_of_cc_pvdz(), verbose=0)
+    dm = scf.RHF(mol).run().make_rdm1()
+    _check_matrices(JK(mol, backend=backend, tol=1e-14, decontract=decontract), mol, dm)
+
+
+def test_only_what_is_asked(water, backend):
+    engine = JK(water, backend=backend, tol=1e-14)
+    dm = scf.RHF(water).run().make_rdm1()
+    vj, vk = engine.get_jk_deriv(dm, with_k=False)
+    assert vk is None and np.abs(vj - rhf_grad.get_jk(water, dm)[0]).max() <= DERIV_TOL
+    vj, vk = engine.get_jk_deriv(dm, with_j=False)
+    assert vj is None and np.abs(vk - rhf_grad.get_jk(water, dm)[1]).max() <= DERIV_TOL
+    with pytest.raises(JKInputError, match="nothing to build"):
+        engine.get_jk_deriv(dm, with_j=False, with_k=False)
+
+
+@pytest.mark.parametrize("factors", [(1.0, 1.0), (1.0, 0.2), (0.0, 0.7), (1.0, 0.0)])
+def test_energy_per_atom(water, water_cation, factors, backend):
+    for mol, mf in ((water, scf.RHF(water)), (water_cation, scf.UHF(water_cation))):
+        dms = np.asarray(mf.run().make_rdm1()).reshape(-1, mol.nao, mol.nao)
+        engine = JK(mol, backend=backend, tol=1e-14)
+        de = engine.jk_energy_per_atom(dms if len(dms) == 2 else dms[0], *factors)
+        assert de.shape == (mol.natm, 3)
+        assert np.abs(de - _per_atom_reference(mol, dms, *factors)).max() <= DERIV_TOL
+
+
+@pytest.mark.parametrize("options", ["full", "tier2-only"])
+def test_energy_per_atom_fused_and_stored(water_cation, options, backend):
+    """Tier 1 derivative classes weigh their integrals in the kernel (the gradient epilogue),
+    Tier 2 ones store them for the host or device to weigh: both give the same gradient."""
+    engine = JK(water_cation, backend=backend, tol=1e-14, options=options)
+    expected = Epilogue.GRAD if options == "full" else Epilogue.STORE
+    for kernels, _ in engine.classes:
+        assert {k.epilogue for k in engine.deriv_kernels(kernels.cls, Epilogue.GRAD)} == {expected}
+    dms = np.asarray(scf.UHF(water_cation).run().make_rdm1())
+    de = engine.jk_energy_per_atom(dms, 0.8, 0.6)
+    assert np.abs(de - _per_atom_reference(water_cation, dms, 0.8, 0.6)).max() <= DERIV_TOL
+
+
+def test_gradient_epilogue_is_for_tier1_derivative_classes():
+    from fusionrcg.errors import OptionsError
+    from fusionrcg.lowering.kernel import lower
+    from fusionrcg.options import kernel_options
+
+    plan = kernel_options("full").plan(fusionrcg.QuartetClass(1, 0, 0, 0), True)
+    with pytest.raises(OptionsError, match="Tier 1 derivative classes"):
+        lower(plan, "cpp", Epilogue.GRAD)
+    plan = kernel_options("tier2-only").plan(fusionrcg.QuartetClass(1, 0, 0, 0, deriv=0), True)
+    with pytest.raises(OptionsError, match="Tier 1 derivative classes"):
+        lower(plan, "cpp", Epilogue.GRAD)
+
+
+@pytest.mark.parametrize("decontract", [False, True])
+def test_energy_per_atom_with_general_contractions(decontract, backend):
+    mol = gto.M(atom=WATER, basis=_sp_of_cc_pvdz(), charge=1, spin=1, verbose=0)
+    dms = np.asarray(scf.UHF(mol).run().make_rdm1())
+    engine = JK(mol, backend=backend, tol=1e-14, decontract=decontract)
+    de = engine.jk_energy_per_atom(dms, 1.0, 0.25)
+    assert np.abs(de - _per_atom_reference(mol, dms, 1.0, 0.25)).max() <= DERIV_TOL
+
+
+def test_energy_per_atom_refuses_what_it_cannot_take(water):
+    engine = JK(water, backend="cpu")
+    with pytest.raises(JKInputError, match="3 densities"):
+        engine.jk_energy_per_atom(np.zeros((3, water.nao, water.nao)))
+    with pytest.raises(JKInputError, match="symmetric density"):
+        engine.jk_energy_per_atom(np.triu(np.ones((water.nao, water.nao))))
+    assert not engine.jk_energy_per_atom(np.eye(water.nao), 0.0, 0.0).any()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: scf.RHF(m),
+        lambda m: scf.UHF(m),
+        lambda m: dft.RKS(m, xc="b3lyp"),
+        lambda m: dft.UKS(m, xc="pbe0"),
+        lambda m: dft.RKS(m, xc="pbe"),
+    ],
+    ids=["rhf", "uhf", "b3lyp", "uks-pbe0", "pbe"],
+)
+def test_analytic_gradients_match_pyscf(make):
+    mol = gto.M(atom=WATER, basis="6-31g", charge=1, spin=1, verbose=0)
+    if type(make(mol)).__name__.startswith("R"):
+        mol = gto.M(atom=WATER, basis="6-31g", verbose=0)
+    ref = make(mol)
+    ref.conv_tol = 1e-11
+    ref.kernel()
+    ours = fusionrcg.apply(make(mol), backend="cpu")
+    ours.conv_tol = 1e-11
+    ours.direct_scf_tol = 1e-14
+    ours.kernel()
+    grad = ours.nuc_grad_method()
+    assert type(grad).get_jk is FusionGradMixin.get_jk
+    assert np.abs(grad.kernel() - ref.nuc_grad_method().kernel()).max() <= GRADIENT_TOL
+    assert isinstance(ours.Gradients(), FusionGradMixin)
+
+
+def test_both_engines_in_one_gradient(water):
+    """``qcscf.apply``: the XC part from KerneLDI, the J/K derivatives from the engine."""
+    ref = dft.RKS(water, xc="b3lyp")
+    ref.conv_tol = 1e-11
+    ref.kernel()
+    ours = qcscf.apply(dft.RKS(water, xc="b3lyp"))
+    ours.conv_tol = 1e-11
+    ours.direct_scf_tol = 1e-14
+    ours.kernel()
+    grad = ours.nuc_grad_method()
+    assert isinstance(grad, FusionGradMixin)
+    assert np.abs(grad.kernel() - ref.nuc_grad_method().kernel()).max() <= GRADIENT_TOL
+
+
+def test_gradient_objects_without_the_engine_are_refused_or_kept(water):
+    from fusionrcg.jk.grad import apply_grad
+
+    plain = apply_grad(scf.RHF(water).run().nuc_grad_method())  # no engine: PySCF's own J/K
+    assert np.abs(plain.kernel() - scf.RHF(water).run().nuc_grad_method().kernel()).max() < 1e-12
+    with pytest.raises(fusionrcg.InputError, match="density-fitted"):
+        apply_grad(scf.RHF(water).density_fit().run().nuc_grad_method())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cart", [False, True], ids=["spherical", "cartesian"])
+def test_d_shells(get_molecule, cart, backend):
+    mol = get_molecule("water_clusters/002", "cc-pvdz", cart=cart)
+    dms = scf.UHF(mol).run().make_rdm1()
+    _check_matrices(JK(mol, backend=backend, tol=1e-14), mol, dms)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["rhf", "uhf", "b3lyp", "uks-pbe0"])
+def test_gpu4pyscf_gradients(get_molecule, method, gpu_present):
+    """GPU4PySCF's gradient objects take their J/K part through ``jk_energy_per_atom``."""
+    if not gpu_present:
+        pytest.skip("needs a CUDA GPU with CuPy; none here")
+    pytest.importorskip("gpu4pyscf", reason="GPU4PySCF is not installed")
+    from gpu4pyscf import dft as gdft
+    from gpu4pyscf import scf as gscf
+
+    mol = get_molecule("water_clusters/002", "cc-pvdz")
+    makers = {
+        "rhf": lambda: gscf.RHF(mol),
+        "uhf": lambda: gscf.UHF(mol),
+        "b3lyp": lambda: gdft.RKS(mol, xc="b3lyp"),
+        "uks-pbe0": lambda: gdft.UKS(mol, xc="pbe0"),
+    }
+    ref, ours = makers[method](), fusionrcg.apply(makers[method](), backend="gpu")
+    ours.direct_scf_tol = 1e-14
+    for mf in (ref, ours):
+        mf.conv_tol = 1e-11
+        mf.kernel()
+    grad = ours.nuc_grad_method()
+    assert type(grad).__name__.startswith("FusionJK")
+    assert np.abs(grad.kernel() - ref.nuc_grad_method().kernel()).max() <= GRADIENT_TOL
+
+
+def test_prebuild_builds_the_derivative_kernels(tmp_path, capsys):
+    """``fusionrcg prebuild --deriv-lmax`` adds the derivative kernels; an engine then finds
+    them in the library."""
+    from fusionrcg.cli import main
+
+    args = ["prebuild", "--lmax", "0", "--deriv-lmax", "0", "--target", "cpp",
+            "--kernel-dir", str(tmp_path)]  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "derivatives of (00|00) built" in err and "[2/2]" in err
+    assert main(args) == 0
+    assert "derivatives of (00|00) in the library" in capsys.readouterr().err
+    mol = gto.M(atom="H 0 0 0; H 0 0 0.74", basis="sto-3g", verbose=0)
+    engine = JK(mol, backend="cpu", kernel_dir=tmp_path)
+    assert all(k.cached for k in engine.deriv_kernels(fusionrcg.QuartetClass(0, 0, 0, 0)))
