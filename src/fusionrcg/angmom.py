@@ -70,6 +70,14 @@ class QuartetClass:
             raise ClassError(f"a quartet class needs four integers like 2,2,1,1; got {text!r}")
         return cls(*(int(p) for p in parts))
 
+    @classmethod
+    def from_tag(cls, tag: str) -> QuartetClass:
+        """The class a ``tag`` names (``2211``, ``2211_dA``)."""
+        digits, _, centre = tag.partition("_d")
+        if len(digits) != 4 or not digits.isdigit() or centre not in ("", *CENTRES):
+            raise ClassError(f"not a class tag like 2211 or 2211_dA: {tag!r}")
+        return cls(*map(int, digits), deriv=CENTRES.index(centre) if centre else None)
+
     @property
     def ls(self) -> tuple[int, int, int, int]:
         return (self.la, self.lb, self.lc, self.ld)

@@ -57,3 +57,13 @@ def test_cart2sph_shapes_and_identity_for_s_p(l):
         np.testing.assert_array_equal(t, np.eye(ncart(l)))
     else:
         np.testing.assert_array_equal(t, gto.cart2sph(l))
+
+
+def test_class_tags_round_trip():
+    from fusionrcg.angmom import ClassError
+
+    for cls in (QuartetClass(2, 2, 1, 1), QuartetClass(1, 0, 1, 0, deriv=3)):
+        assert QuartetClass.from_tag(cls.tag) == cls
+    for bad in ("221", "2211_dE", "22x1"):
+        with pytest.raises(ClassError):
+            QuartetClass.from_tag(bad)

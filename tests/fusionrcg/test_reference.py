@@ -122,3 +122,20 @@ def test_bad_input_gets_clear_errors(get_molecule):
     h_shell = next(s for s in range(h_mol.nbas) if h_mol.bas_angular(s) == 5)
     with pytest.raises(fusionrcg.ClassError, match="l <= 4"):
         fusionrcg.shell_quartet_eri(h_mol, (h_shell, 0, 0, 0))
+
+
+@pytest.mark.parametrize("centre", [0, 1, 2, 3])
+def test_derivative_classes_verify_and_adjudicate(get_molecule, centre):
+    """``verify_class`` of a first-derivative class compares against int2e_ip1 / int2e_ip2
+    (``reference_eri`` with a centre); its adjudication evaluates the element of the gradient
+    in 40-digit arithmetic: both codes are within the derivative tolerance of it."""
+    mol = get_molecule("water_clusters/002", "cc-pvdz")
+    cls = QuartetClass(1, 0, 1, 0, deriv=centre)
+    from qcbench.eri.verify import sample_quartets
+
+    deriv_tol = Tolerance(abs=1e-11, rel=1e-9, rel_floor=1e-8)
+    quartets = sample_quartets(mol, cls, 2, np.random.default_rng(5))
+    row = verify_class(mol, cls, quartets, tol=deriv_tol)
+    assert row.passed and row.max_abs_value > 1e-3 and len(row.worst_element) == 5
+    verdict = adjudicate(mol, row.worst_quartet, row.worst_element, tol=deriv_tol, centre=centre)
+    assert abs(verdict.engine_error) <= 1e-11 and abs(verdict.pyscf_error) <= 1e-11

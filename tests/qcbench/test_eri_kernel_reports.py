@@ -18,6 +18,7 @@ from qcbench.eri.reporting.kernel_builds import (
     build_cost,
     build_jobs,
     build_record,
+    deriv_classes,
     sorted_records,
     spill_violations,
 )
@@ -28,10 +29,13 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 
-def record(cls, variant, tier, spill=0, error=None, registers=128, epilogue="store") -> dict:
-    c = QuartetClass.parse(cls)
+def record(
+    cls, variant, tier, spill=0, error=None, registers=128, epilogue="store", deriv=None
+) -> dict:
+    c = QuartetClass.parse(cls).with_deriv(deriv)
     rec = dict.fromkeys(RECORD_COLUMNS) | {
         "class": str(c), "la": c.la, "lb": c.lb, "lc": c.lc, "ld": c.ld, "total": c.total,
+        "deriv": "" if deriv is None else "ABCD"[deriv],
         "variant": variant, "spherical": True, "epilogue": epilogue, "tier": tier,
     }  # fmt: skip
     if error:
@@ -61,6 +65,16 @@ def test_jobs_round_trip_and_cover_classes_x_variants_x_epilogues():
     assert len(jobs) == 8
     assert all(BuildJob.parse(j.text()) == j for j in jobs)
     assert jobs[0].text() == "1000:full:spherical:store"
+
+
+def test_derivative_jobs_round_trip_and_do_not_count_for_the_spill_check():
+    jobs = build_jobs(deriv_classes([QuartetClass(1, 1, 1, 0)]), ["full"], ["store", "grad"])
+    assert len(jobs) == 6 and jobs[0].text() == "1110_dA:full:spherical:store"
+    assert all(BuildJob.parse(j.text()) == j for j in jobs)
+    rows = [record("1,1,1,0", "full", 1), record("1,1,1,0", "full", 1, spill=64, deriv=1)]
+    recs = sorted_records(pd.DataFrame(rows))
+    assert list(recs["deriv"]) == ["", "B"]
+    assert spill_violations(recs, 6).empty
 
 
 def test_cost_grows_with_the_class_and_is_capped_for_forced_tier1():

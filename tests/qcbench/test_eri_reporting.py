@@ -173,3 +173,14 @@ def test_eq7_is_not_computed_above_the_size_limit(monkeypatch):
     skipped = eq7_not_computed(pd.DataFrame([row]))
     assert sum(len(c) for c in skipped.values()) == 1
     assert "was not computed" in graph_summary._eq7_note(pd.DataFrame([row]))
+
+
+def test_verified_classes_add_each_position_of_the_derivative_classes():
+    from fusionrcg import QuartetClass
+    from qcbench.eri.reporting.verification import scope, verified_classes
+
+    classes = verified_classes(1, 4, deriv_max_total=1)
+    energy = [c for c in classes if c.deriv is None]
+    assert len(energy) == 6 and len(classes) == 6 + 2 * 4
+    assert QuartetClass(1, 0, 0, 0, deriv=3) in classes
+    assert "first derivatives" in scope(classes) and "total <= 1" in scope(classes)

@@ -1,8 +1,9 @@
-# The CUDA kernel library built ahead of time with nvcc: one ptxas record per class, variant and
-# epilogue, the ptxas table and figure, and the spill acceptance check. Part of `rule all` only
+# The CUDA kernel library built ahead of time with nvcc: one ptxas record per class (energy
+# classes and the gradients' first-derivative classes), variant and epilogue, the ptxas table
+# and figure, and the spill acceptance check. Part of `rule all` only
 # where nvcc is found (common.smk).
 from fusionrcg.angmom import canonical_classes
-from qcbench.eri.reporting.kernel_builds import build_cost, build_jobs
+from qcbench.eri.reporting.kernel_builds import build_cost, build_jobs, deriv_classes
 from qcbench.partition import balanced_groups
 
 KERNEL_CONFIG = config["eri"]["kernels"]
@@ -11,6 +12,13 @@ KERNEL_JOBS = build_jobs(
     [c for c in canonical_classes(config["eri"]["lmax"]) if c.total <= KERNEL_CONFIG["max_total"]],
     config["eri"]["variants"],
     KERNEL_CONFIG["epilogues"],
+) + build_jobs(
+    deriv_classes(
+        [c for c in canonical_classes(config["eri"]["lmax"])
+         if c.total <= KERNEL_CONFIG["deriv_max_total"]]
+    ),
+    config["eri"]["variants"],
+    KERNEL_CONFIG["deriv_epilogues"],
 )
 KERNEL_GROUPS = balanced_groups(
     KERNEL_JOBS,

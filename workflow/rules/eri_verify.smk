@@ -1,6 +1,7 @@
 # ERI verification: the engine against PySCF (libcint) over molecule x basis x output form, per
 # backend (reference = the NumPy evaluator, cpu = the generated C++ kernels), with 40-digit
-# adjudication of every class that misses the tolerance.
+# adjudication of every class that misses the tolerance; the first-derivative classes of the
+# gradients (int2e_ip1 / int2e_ip2) up to verify.deriv_max_total likewise.
 from qcbench.eri.reporting.verification import verification_cost, verified_classes
 from qcbench.partition import balanced_groups
 
@@ -10,14 +11,17 @@ VERIFY_BACKENDS = VERIFY_CONFIG["backends"]
 VERIFY_SETS = {s["name"]: s for s in VERIFY_CONFIG["sets"]}
 # one job per group of classes over every set, basis, form and backend that covers them: a class
 # is orchestrated once per form, and an element both backends miss is adjudicated once
-VERIFY_CLASSES = verified_classes(config["eri"]["lmax"], max(VERIFY_BACKENDS.values()))
+VERIFY_CLASSES = verified_classes(
+    config["eri"]["lmax"], max(VERIFY_BACKENDS.values()), VERIFY_CONFIG["deriv_max_total"]
+)
 VERIFY_GROUPS = balanced_groups(
     VERIFY_CLASSES,
     lambda cls: verification_cost(cls, [b for b, top in VERIFY_BACKENDS.items() if cls.total <= top]),
     VERIFY_CONFIG["groups"],
 )
-VERIFY_TOLERANCE = " ".join(
-    str(VERIFY_CONFIG["tolerance"][k]) for k in ("abs", "rel", "rel_floor")
+VERIFY_TOLERANCE, VERIFY_DERIV_TOLERANCE = (
+    " ".join(str(VERIFY_CONFIG[which][k]) for k in ("abs", "rel", "rel_floor"))
+    for which in ("tolerance", "deriv_tolerance")
 )
 VERIFY_SET_ARGS = " ".join(
     f"--set {name} {s['molecule']} "
@@ -39,7 +43,7 @@ rule verify_eri_group:
     output:
         f"{VERIFY}/jobs/{{group}}.csv",
     params:
-        classes=lambda wc: " ".join(",".join(map(str, c.ls)) for c in VERIFY_GROUPS[int(wc.group)]),
+        classes=lambda wc: " ".join(c.tag for c in VERIFY_GROUPS[int(wc.group)]),
         backends=" ".join(f"{b}:{top}" for b, top in VERIFY_BACKENDS.items()),
         per_class=VERIFY_CONFIG["per_class"],
         seed=VERIFY_CONFIG["seed"],
@@ -57,7 +61,8 @@ rule verify_eri_group:
         "FUSIONRCG_KERNEL_DIR={KERNELS} {PY} {SCRIPTS}/eri_verify_group.py"
         " --classes {params.classes} {VERIFY_SET_ARGS} --backends {params.backends}"
         " --molecules-dir {MOLECULES} --per-class {params.per_class} --seed {params.seed}"
-        " --tolerance {params.tolerance} --out {output} > {log} 2>&1"
+        " --tolerance {params.tolerance} --deriv-tolerance {VERIFY_DERIV_TOLERANCE}"
+        " --out {output} > {log} 2>&1"
 
 
 rule verify_eri_summary:
@@ -104,6 +109,8 @@ rule verify_eri_summary:
     shell:
         "{PY} {SCRIPTS}/eri_verify_summary.py --errors {input} --backend {wildcards.backend}"
         " --lmax {params.lmax} --max-total {params.max_total}"
+        " --deriv-max-total {VERIFY_CONFIG[deriv_max_total]}"
+        " --deriv-tolerance {VERIFY_DERIV_TOLERANCE}"
         " --min-molecules {params.min_molecules} --tolerance {params.tolerance}"
         " --out-dir {VERIFY}/{wildcards.backend} --out-coverage {output.coverage}"
         " {output.coverage_md} --out-summary {output.summary} > {log} 2>&1"

@@ -1,10 +1,10 @@
-# J/K for SCF (fusionrcg.JK, fusionrcg.apply). On every machine: J and K of the engine's C++
-# backend, and their nuclear derivatives, against PySCF (python -m qcbench.scf.bench accuracy). On a GPU machine
-# (resources gpu=1): the engine's kernels of every class built ahead, then one run of the SCF
-# benchmark against GPU4PySCF in the same process (time per SCF iteration, J/K builds at mid-SCF
-# and converged densities, energies, a large build, the host's share, analytic gradients), a new
-# jk-scf record. The report (FusionRCG Figs. 9-10, tables, SUMMARY.md) comes from the records in
-# records/ and, on a GPU machine, from that new run.
+# J/K for SCF (fusionrcg.JK, fusionrcg.apply). On every machine: J and K of the C++ backend,
+# and their nuclear derivatives, against PySCF (python -m qcbench.scf.bench accuracy). On a GPU
+# machine (resources gpu=1): the engine's kernels of every class built ahead, then one run of
+# the SCF benchmark against GPU4PySCF in the same process (time per SCF iteration, J/K builds at
+# mid-SCF and converged densities, energies, a large build, the host's share, analytic
+# gradients), a new jk-scf record. The report (FusionRCG Figs. 9-10, tables, SUMMARY.md) comes
+# from the records in records/ and, on a GPU machine, from that new run.
 JK = config["jk"]
 JK_GPU = JK["gpu"]
 JK_DIR = f"{RESULTS}/jk"

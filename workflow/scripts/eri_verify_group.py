@@ -22,7 +22,10 @@ def parse_set(words: list[str]) -> VerifySet:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--classes", nargs="+", required=True, help="la,lb,lc,ld per class")
+    parser.add_argument(
+        "--classes", nargs="+", required=True,
+        help="class tags: 2211, or 2211_dA for the gradient on position A",
+    )  # fmt: skip
     parser.add_argument(
         "--set",
         nargs="+",
@@ -45,18 +48,23 @@ def main() -> None:
     parser.add_argument(
         "--tolerance", nargs=3, type=float, required=True, metavar=("ABS", "REL", "REL_FLOOR")
     )
+    parser.add_argument(
+        "--deriv-tolerance", nargs=3, type=float, required=True,
+        metavar=("ABS", "REL", "REL_FLOOR"), help="the tolerance of the derivative classes",
+    )  # fmt: skip
     parser.add_argument("--out", required=True, help="CSV of per-class errors")
     args = parser.parse_args()
     sets = [parse_set(words) for words in args.sets]
     mols = load_sets(sets, args.molecules_dir)
     tol = Tolerance(*args.tolerance)
+    deriv_tol = Tolerance(*args.deriv_tolerance)
     limits = {b: int(t) for b, t in (text.split(":") for text in args.backends)}
     rows = []
     for i, text in enumerate(args.classes, 1):
-        cls = QuartetClass.parse(text)
+        cls = QuartetClass.from_tag(text)
         backends = [b for b, top in limits.items() if cls.total <= top]
         start = time.perf_counter()
-        rows += class_rows(cls, sets, mols, backends, args.per_class, args.seed, tol)
+        rows += class_rows(cls, sets, mols, backends, args.per_class, args.seed, tol, deriv_tol)
         seconds = time.perf_counter() - start
         done = f"[{i}/{len(args.classes)}]"
         print(f"{done} {cls} ({', '.join(backends)}): {seconds:.1f} s", flush=True)

@@ -23,15 +23,23 @@ def main() -> None:
     parser.add_argument("--backend", required=True)
     parser.add_argument("--lmax", type=int, required=True)
     parser.add_argument("--max-total", type=int, required=True)
+    parser.add_argument(
+        "--deriv-max-total", type=int, default=-1,
+        help="first-derivative classes verified up to this total (-1: none)",
+    )  # fmt: skip
     parser.add_argument("--min-molecules", type=int, required=True)
     parser.add_argument(
         "--tolerance", nargs=3, type=float, required=True, metavar=("ABS", "REL", "REL_FLOOR")
     )
+    parser.add_argument(
+        "--deriv-tolerance", nargs=3, type=float, default=None,
+        metavar=("ABS", "REL", "REL_FLOOR"), help="the tolerance of the derivative classes",
+    )  # fmt: skip
     parser.add_argument("--out-dir", required=True, help="gets <set>/errors.{csv,md}")
     parser.add_argument("--out-coverage", nargs=2, required=True, metavar=("CSV", "MD"))
     parser.add_argument("--out-summary", required=True)
     args = parser.parse_args()
-    classes = verified_classes(args.lmax, args.max_total)
+    classes = verified_classes(args.lmax, args.max_total, args.deriv_max_total)
     order = {str(c): i for i, c in enumerate(classes)}
     errors = pd.concat([pd.read_csv(p) for p in args.errors], ignore_index=True)
     errors = errors[errors["backend"] == args.backend]
@@ -49,7 +57,8 @@ def main() -> None:
     cov = coverage(errors, classes)
     write_table(cov, *args.out_coverage)
     tol = Tolerance(*args.tolerance)
-    text = summary_markdown(errors, cov, classes, args.backend, args.min_molecules, tol)
+    deriv_tol = Tolerance(*args.deriv_tolerance) if args.deriv_tolerance else None
+    text = summary_markdown(errors, cov, classes, args.backend, args.min_molecules, tol, deriv_tol)
     Path(args.out_summary).write_text(text + "\n")
     short = uncovered(cov, args.min_molecules)
     if not short.empty:

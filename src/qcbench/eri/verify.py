@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from fusionrcg.angmom import QuartetClass, canonical_classes, shell_size
-from fusionrcg.engine import eri_quartets
+from fusionrcg.engine import eri_deriv_quartets, eri_quartets
 from fusionrcg.orchestration.plan import plan_class
 from fusionrcg.shells import Shell, shell_quartet
 from fusionrcg.variants import get_variant
@@ -52,7 +52,7 @@ class ClassErrors:
     max_primitives: int
     max_contractions: int
     worst_quartet: tuple[int, int, int, int]
-    worst_element: tuple[int, int, int, int]
+    worst_element: tuple[int, ...]  # a derivative class's leads with the component
 
     @property
     def passed(self) -> bool:
@@ -79,10 +79,31 @@ class Adjudication:
         return self.engine_normalized <= 1.0 and abs(self.engine_error) <= abs(self.pyscf_error)
 
 
-def reference_eri(mol, idx: Sequence[int]) -> np.ndarray:
-    i, j, k, l = idx
-    intor = "int2e_cart" if mol.cart else "int2e_sph"
-    return mol.intor(intor, shls_slice=(i, i + 1, j, j + 1, k, k + 1, l, l + 1))
+def reference_eri(mol, idx: Sequence[int], centre: int | None = None) -> np.ndarray:
+    """PySCF's (ab|cd) over shells ``idx``; with ``centre`` (0..3) the gradient of the
+    functions at that position, (3, ni, nj, nk, nl): int2e_ip1 (centre 0) and int2e_ip2
+    (centre 2) directly, centres 1 and 3 through the same integrals with that pair swapped."""
+    if centre is None:
+        i, j, k, l = idx
+        intor = "int2e_cart" if mol.cart else "int2e_sph"
+        return mol.intor(intor, shls_slice=(i, i + 1, j, j + 1, k, k + 1, l, l + 1))
+    name = ("int2e_ip1" if centre < 2 else "int2e_ip2") + ("_cart" if mol.cart else "_sph")
+    order = list(idx)
+    if centre % 2:  # swap the pair so that the centre comes first in it
+        order[centre - 1], order[centre] = order[centre], order[centre - 1]
+    value = mol.intor(name, comp=3, shls_slice=sum(((s, s + 1) for s in order), ()))
+    if centre % 2:
+        axes = [0, 1, 2, 3, 4]
+        axes[centre], axes[centre + 1] = axes[centre + 1], axes[centre]
+        value = value.transpose(axes)
+    return value
+
+
+def engine_values(mol, quartets, centre: int | None, backend: str, variant: str) -> list:
+    """The engine's (ab|cd) of ``quartets``, or their gradient on ``centre``."""
+    if centre is None:
+        return eri_quartets(mol, quartets, backend, variant)
+    return eri_deriv_quartets(mol, quartets, centre, backend, variant)
 
 
 def sample_quartets(
@@ -113,12 +134,12 @@ def verify_class(
     variant: str = "full",
     tol: Tolerance = Tolerance(),
 ) -> ClassErrors:
-    mine = eri_quartets(mol, quartets, backend, variant)
+    mine = engine_values(mol, quartets, cls.deriv, backend, variant)
     max_abs = max_err = max_rel = 0.0
     worst = (-1.0, quartets[0], (0, 0, 0, 0))
     n_values = 0
     for idx, value in zip(quartets, mine):
-        ref = reference_eri(mol, idx)
+        ref = reference_eri(mol, idx, cls.deriv)
         if value.shape != ref.shape:
             raise AssertionError(f"{cls} {idx}: shape {value.shape} != PySCF {ref.shape}")
         err = np.abs(value - ref)
@@ -149,23 +170,33 @@ def verify_class(
 
 @lru_cache(maxsize=64)
 def exact_element(
-    mol, quartet: tuple[int, int, int, int], element: tuple[int, int, int, int], variant: str
+    mol,
+    quartet: tuple[int, int, int, int],
+    element: tuple[int, ...],
+    variant: str,
+    centre: int | None = None,
 ) -> float:
-    """40-digit value of one element of a shell quartet, rounded to double. Cached per process
-    (``mol`` by identity): every backend that misses on an element adjudicates the same one,
-    and the 40-digit evaluation of a deeply contracted quartet takes tens of seconds."""
+    """40-digit value of one element of a shell quartet (with ``centre``, of its gradient on
+    that position: the element leads with the component), rounded to double. Cached per
+    process (``mol`` by identity): every backend that misses on an element adjudicates the same
+    one, and the 40-digit evaluation of a deeply contracted quartet takes tens of seconds."""
     from fusionrcg.engine import canonical_permutation
     from fusionrcg.reference.exact import exact_eri
 
     shells = shell_quartet(mol, quartet)
     spherical = not mol.cart
     sizes = [shell_size(s.l, spherical) for s in shells]
+    lead, element = element[: len(element) - 4], element[len(element) - 4 :]
     # keep only the contraction column each index of the element belongs to
     single = tuple(
         Shell(s.l, s.center, s.exponents, s.coefficients[:, [i // n]])
         for s, i, n in zip(shells, element, sizes)
     )
     comp = tuple(i % n for i, n in zip(element, sizes))
+    if centre is not None:  # the graph of the class as requested, gradient on ``centre``
+        cls = QuartetClass(*(s.l for s in single), deriv=centre)
+        plan = plan_class(cls, get_variant(variant), spherical)
+        return float(exact_eri(plan, single)[(*lead, *comp)])
     perm = canonical_permutation([s.l for s in single])
     canon = tuple(single[i] for i in perm)
     plan = plan_class(QuartetClass(*(s.l for s in canon)), get_variant(variant), spherical)
@@ -175,16 +206,19 @@ def exact_element(
 def adjudicate(
     mol,
     quartet: tuple[int, int, int, int],
-    element: tuple[int, int, int, int],
+    element: tuple[int, ...],
     variant: str = "full",
     tol: Tolerance = Tolerance(),
     backend: str = "reference",
+    centre: int | None = None,
 ) -> Adjudication:
-    """Exact value of one element of a shell quartet and both codes' errors against it; the
-    engine's value comes from ``backend``, the one whose comparison failed."""
-    exact = exact_element(mol, tuple(quartet), tuple(element), variant)
-    mine = float(eri_quartets(mol, [quartet], backend, variant)[0][element])
-    ref = float(reference_eri(mol, quartet)[element])
+    """Exact value of one element of a shell quartet (of its gradient on ``centre``) and both
+    codes' errors against it; the engine's value comes from ``backend``, the one whose
+    comparison failed."""
+    element = tuple(element)
+    exact = exact_element(mol, tuple(quartet), element, variant, centre)
+    mine = float(engine_values(mol, [quartet], centre, backend, variant)[0][element])
+    ref = float(reference_eri(mol, quartet, centre)[element])
     engine_err = mine - exact
     return Adjudication(
         exact=exact,

@@ -1,6 +1,7 @@
-"""Building the CUDA kernel library ahead of time: the build jobs, their estimated cost for
-balancing pipeline jobs, one record per built kernel (the ptxas report, or the compile error
-that stopped it) and the spill acceptance check."""
+"""Building the CUDA kernel library ahead of time: the build jobs (energy classes and the
+first-derivative classes of the gradients), their estimated cost for balancing pipeline jobs,
+one record per built kernel (the ptxas report, or the compile error that stopped it) and the
+spill acceptance check."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusionrcg.angmom import QuartetClass
+from fusionrcg.angmom import CENTRES, QuartetClass
 from fusionrcg.errors import CompileError
+from fusionrcg.jk.deriv import DERIV_POSITIONS
 from fusionrcg.library.store import get_kernel
 from fusionrcg.orchestration.plan import plan_class
 from fusionrcg.variants import VARIANTS, get_variant
@@ -19,7 +21,7 @@ from fusionrcg.variants import VARIANTS, get_variant
 from .graph_tables import orchestration_cost
 
 RECORD_COLUMNS = (
-    "class", "la", "lb", "lc", "ld", "total", "variant", "spherical", "epilogue", "tier",
+    "class", "la", "lb", "lc", "ld", "deriv", "total", "variant", "spherical", "epilogue", "tier",
     "kernel", "registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "functions",
     "slots_per_quartet", "compile_seconds", "error",
 )  # fmt: skip
@@ -41,8 +43,9 @@ class BuildJob:
 
     @classmethod
     def parse(cls, text: str) -> BuildJob:
+        """A job from ``text()``: the class tag may name a derivative centre (``1110_dB``)."""
         tag, variant, form, epilogue = text.split(":")
-        return cls(QuartetClass(*map(int, tag)), variant, form == "spherical", epilogue)
+        return cls(QuartetClass.from_tag(tag), variant, form == "spherical", epilogue)
 
 
 def build_jobs(
@@ -54,6 +57,12 @@ def build_jobs(
         for variant in variants
         for epilogue in epilogues
     ]
+
+
+def deriv_classes(classes: Sequence[QuartetClass]) -> list[QuartetClass]:
+    """The first-derivative classes the J/K gradients run of each canonical class: the
+    gradient on positions A, B and C (the fourth follows by translational invariance)."""
+    return [cls.with_deriv(p) for cls in classes for p in DERIV_POSITIONS]
 
 
 def build_cost(job: BuildJob, timeout: float) -> float:
@@ -75,6 +84,7 @@ def build_record(
     error that stopped it."""
     cls = job.cls
     record = {"class": str(cls), "la": cls.la, "lb": cls.lb, "lc": cls.lc, "ld": cls.ld}
+    record |= {"deriv": "" if cls.deriv is None else CENTRES[cls.deriv]}
     record |= {"total": cls.total, "variant": job.variant, "spherical": job.spherical}
     record |= {"epilogue": job.epilogue}
     try:
@@ -107,7 +117,8 @@ def sorted_records(records: pd.DataFrame) -> pd.DataFrame:
     """Rows by total, class, variant (in the generator's order) and epilogue."""
     rank = {v: i for i, v in enumerate(VARIANTS)}
     keyed = records.assign(_v=records["variant"].map(rank))
-    keyed = keyed.sort_values(["total", "la", "lb", "lc", "ld", "_v", "epilogue"])
+    keyed["deriv"] = keyed["deriv"].fillna("") if "deriv" in keyed else ""
+    keyed = keyed.sort_values(["total", "la", "lb", "lc", "ld", "deriv", "_v", "epilogue"])
     return keyed.drop(columns="_v").reset_index(drop=True)[list(RECORD_COLUMNS)]
 
 
@@ -116,8 +127,10 @@ def failed(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def model_tier1(records: pd.DataFrame, max_total: int) -> pd.DataFrame:
-    """Kernels of variant ``full`` (the model's tier) in Tier 1, spherical, total <= max_total."""
+    """Kernels of variant ``full`` (the model's tier) in Tier 1, spherical, total <= max_total,
+    of the energy classes (the paper's statement; derivative classes reach one l higher)."""
     sel = (records["variant"] == "full") & (records["tier"] == 1) & records["spherical"]
+    sel &= records["deriv"].fillna("") == ""
     return records[sel & (records["total"] <= max_total)]
 
 

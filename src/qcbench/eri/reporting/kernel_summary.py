@@ -45,9 +45,13 @@ def failures_table(records: pd.DataFrame) -> str:
 
 def by_total(records: pd.DataFrame) -> str:
     """Per total and variant: kernels, failures, tiers, registers, spills, compile time."""
-    rec = records.assign(spill=_spills(records), failed=records["error"].notna())
+    rec = records.assign(
+        spill=_spills(records),
+        failed=records["error"].notna(),
+        classes=records["deriv"].fillna("").map(lambda d: "derivative" if d else "energy"),
+    )
     table = (
-        rec.groupby(["total", "variant"], sort=False)
+        rec.groupby(["total", "classes", "variant"], sort=False)
         .agg(
             kernels=("class", "size"),
             failed=("failed", "sum"),
@@ -126,7 +130,7 @@ def summary_markdown(records: pd.DataFrame, max_total: int, arch: str, timeout: 
             acceptance(records, max_total),
             "## The paper's statements beside ours",
             paper_comparison(records, max_total),
-            "## By total angular momentum and variant",
+            "## By total angular momentum, energy or first-derivative classes, and variant",
             by_total(records),
             f"## Kernels that did not build ({len(failed(records))})",
             failures_table(records),

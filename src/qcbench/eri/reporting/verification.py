@@ -40,9 +40,12 @@ def form(cartesian: bool) -> str:
     return "cartesian" if cartesian else "spherical"
 
 
-def verified_classes(lmax: int, max_total: int) -> list[QuartetClass]:
-    """The canonical classes a backend is verified on."""
-    return [c for c in canonical_classes(lmax) if c.total <= max_total]
+def verified_classes(lmax: int, max_total: int, deriv_max_total: int = -1) -> list[QuartetClass]:
+    """The canonical classes a backend is verified on, and the first-derivative classes (the
+    gradient on each of the four positions) of those up to ``deriv_max_total``."""
+    classes = [c for c in canonical_classes(lmax) if c.total <= max_total]
+    top = min(max_total, deriv_max_total)
+    return classes + [c.with_deriv(p) for c in classes if c.total <= top for p in range(4)]
 
 
 def load_sets(sets: Sequence[VerifySet], molecules_dir: str | Path) -> dict[tuple, object]:
@@ -63,9 +66,10 @@ def class_rows(
     per_class: int,
     seed: int,
     tol: Tolerance,
+    deriv_tol: Tolerance | None = None,
 ) -> list[dict]:
     """Rows of ``cls`` for each backend on every set, basis and output form that has shells
-    for it.
+    for it; a derivative class is held to ``deriv_tol`` (default ``tol``).
 
     Forms are the outer loop, so the class is orchestrated once per form for every set, basis
     and backend (plans are cached per process). Quartets come from a generator seeded with
@@ -74,6 +78,8 @@ def class_rows(
     worst element adjudicated in 40-digit arithmetic against that backend's value (the exact
     value is computed once for all backends)."""
     molecule = {s.name: s.molecule for s in sets}
+    if cls.deriv is not None and deriv_tol is not None:
+        tol = deriv_tol
     rows = []
     for cart in (False, True):
         for (name, basis, mol_cart), mol in mols.items():
@@ -86,17 +92,21 @@ def class_rows(
                 errors = verify_class(mol, cls, quartets, backend, tol=tol)
                 row = {"backend": backend, "set": name, "molecule": molecule[name]}
                 row |= {"basis": basis, "form": form(cart), "total": cls.total} | errors.row()
-                rows.append(row | adjudicated(mol, errors, backend, tol))
+                rows.append(row | adjudicated(mol, errors, backend, tol, cls.deriv))
     return rows
 
 
-def adjudicated(mol, errors: ClassErrors, backend: str, tol: Tolerance) -> dict:
-    """The adjudication columns of a row (empty when the class passed) and ``verified``."""
+def adjudicated(
+    mol, errors: ClassErrors, backend: str, tol: Tolerance, centre: int | None = None
+) -> dict:
+    """The adjudication columns of a row (empty when the class passed) and ``verified``;
+    ``centre``: the derivative position of a derivative class."""
     row: dict = dict.fromkeys(ADJUDICATION_COLUMNS)
     if not errors.passed:
         verdict = adjudicate(
-            mol, errors.worst_quartet, errors.worst_element, tol=tol, backend=backend
-        )
+            mol, errors.worst_quartet, errors.worst_element, tol=tol, backend=backend,
+            centre=centre,
+        )  # fmt: skip
         row |= {
             "exact": verdict.exact,
             "engine_error": verdict.engine_error,
@@ -181,12 +191,20 @@ def adjudications(errors: pd.DataFrame) -> pd.DataFrame:
 
 
 def scope(classes: Sequence[QuartetClass], capital: bool = False) -> str:
-    """``every canonical class up to (4,4|4,4)`` or ``... with total <= 8``, as computed."""
-    top = max(classes, key=lambda c: (c.total, c.ls))
-    lmax = max(max(c.ls) for c in classes)
+    """``every canonical class up to (4,4|4,4)`` or ``... with total <= 8``, as computed, and
+    the first-derivative classes among them."""
+    energy = [c for c in classes if c.deriv is None]
+    top = max(energy, key=lambda c: (c.total, c.ls))
+    lmax = max(max(c.ls) for c in energy)
     text = f"every canonical class with l <= {lmax} and total <= {top.total}"
     if top.total == 4 * lmax:
         text = f"every canonical class up to {top}"
+    derivs = [c for c in classes if c.deriv is not None]
+    if derivs:
+        text += (
+            f", and the first derivatives (gradient on each of the four positions) of those "
+            f"with total <= {max(c.total for c in derivs)}"
+        )
     return text[0].upper() + text[1:] if capital else text
 
 
@@ -197,6 +215,7 @@ def summary_markdown(
     backend: str,
     min_molecules: int,
     tol: Tolerance,
+    deriv_tol: Tolerance | None = None,
 ) -> str:
     bad, short = failures(errors), uncovered(cov, min_molecules)
     adj = adjudications(errors)
@@ -213,7 +232,13 @@ def summary_markdown(
         f"relative errors are reported where `|pyscf| > {tol.rel_floor:g}`. The normalized "
         "error is the error over its allowance (<= 1 passes). A class that fails has its "
         "worst element evaluated in 40-digit arithmetic; it counts as verified when the "
-        "engine is within tolerance of that exact value and closer to it than PySCF.",
+        "engine is within tolerance of that exact value and closer to it than PySCF."
+        + (
+            f" Derivative classes: `max({deriv_tol.abs:g}, {deriv_tol.rel:g} |pyscf|)`, "
+            "against `int2e_ip1` / `int2e_ip2`."
+            if deriv_tol is not None and any(c.deriv is not None for c in classes)
+            else ""
+        ),
         "## Coverage",
         f"{scope(classes, capital=True)} ({len(cov)} classes) verified in spherical and "
         f"Cartesian form on at least {min_molecules} molecules: **{coverage_verdict}**. "
