@@ -19,6 +19,7 @@ from fusionrcg.graph import AxisPolicy, NodeKind, build_class_graph
 from fusionrcg.lowering.kernel import lower
 from fusionrcg.reference.exact import exact_eri
 from fusionrcg.shells import shell_quartet
+from qcbench.eri.verify import reference_eri
 
 ABS_TOL = 1e-11
 REL_TOL = 1e-9
@@ -36,20 +37,10 @@ def kernel_dir(tmp_path_factory):
 
 
 def pyscf_deriv(mol, q: tuple[int, int, int, int], centre: int) -> np.ndarray:
-    """PySCF's gradient on the shell at position ``centre``, shaped (3, ni, nj, nk, nl):
-    int2e_ip1 (centre 0) and int2e_ip2 (centre 2) directly, centres 1 and 3 through the same
-    integrals of the quartet with that pair swapped."""
-    name = ("int2e_ip1" if centre < 2 else "int2e_ip2") + ("_cart" if mol.cart else "_sph")
-    order = list(q)
-    if centre % 2:  # swap the pair so that the centre comes first in it
-        first = centre - 1
-        order[first], order[first + 1] = order[first + 1], order[first]
-    value = mol.intor(name, comp=3, shls_slice=sum(((s, s + 1) for s in order), ()))
-    if centre % 2:
-        axes = [0, 1, 2, 3, 4]
-        axes[centre], axes[centre + 1] = axes[centre + 1], axes[centre]
-        value = value.transpose(axes)
-    return value
+    """PySCF's gradient on the shell at position ``centre``, shaped (3, ni, nj, nk, nl)
+    (``qcbench.eri.verify.reference_eri``: int2e_ip1 / int2e_ip2, centres 1 and 3 through the
+    same integrals with the pair swapped)."""
+    return reference_eri(mol, q, centre)
 
 
 def _beyond(got: np.ndarray, ref: np.ndarray, rel: float = REL_TOL) -> np.ndarray:
