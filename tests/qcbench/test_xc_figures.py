@@ -110,3 +110,28 @@ def test_merge_joins_parts_run_on_several_gpus(tmp_path):
     assert json.loads((tmp_path / "m" / "provenance_b.json").read_text())["gpu"] == "second"
     resumed = json.loads((tmp_path / "m" / "provenance_b_resume.json").read_text())
     assert resumed["gpu"] == "second, resumed"
+
+
+def test_gradient_figures_from_benchmark_records(tmp_path):
+    """Figs. 2 (right) and 4b from gradient records as compare_gradient writes them (a CPU
+    record renamed to the GPU keys), with the goals' lines in the summary."""
+    rec = bench.compare_gradient(bench.Env("cpu"), "water_clusters/002", "def2-svp", 0, True)
+    big = gpu_like(rec, "proteins/1CRN") | {"natm": 642}
+    big["exc_cublas"] = dict(big["exc_cublas"], median_s=10 * big["ours"]["median_s"])
+    tz = gpu_like(rec, "madft/ethanol") | {"natm": 120, "basis": "def2-tzvp"}
+    results = {
+        "provenance": {"gpu": "test", "paper_v100": bench.PAPER_V100},
+        "gradient": [gpu_like(rec, "water_clusters/005"), big],
+        "madft_gradient": [tz, {"molecule": "madft/c60a", "skipped": "budget"}],
+    }
+    loaded = figures.load_gpu([xc_record(tmp_path / "run", "run", results)])
+    table = figures.gradient_table(loaded)
+    assert len(table) == 3 and (table["ours_max_d_grad"] <= 1e-8).all()
+    assert (table["speedup_vs_exc_cublas"] > 0).all()
+    figures.fig4_gradient(table, tmp_path / "fig4b.png")
+    figures.fig2_gradient(table, tmp_path / "fig2r.png")
+    assert (tmp_path / "fig4b.png").stat().st_size > 0
+    assert (tmp_path / "fig2r.png").stat().st_size > 0
+    text = figures.gpu_summary(loaded, figures.sweep_table(loaded))
+    assert "over EXC-cuBLAS at >= 400 atoms: 10.0x at least (goal 5x: MET)" in text
+    assert "madft_gradient: madft/c60a (budget)" in text

@@ -25,6 +25,8 @@ XC_CPU_FILES = [
 ]
 XC_GPU_FILES = ["gpu_fig2_speedup_vs_error.png", "gpu_fig4_time_vs_size.png"]
 XC_GPU_FILES += ["gpu_timing.csv", "gpu_timing.md", "gpu_summary.md"]
+XC_GPU_FILES += ["gpu_fig2_gradient.png", "gpu_fig4_gradient.png"]
+XC_GPU_FILES += ["gpu_gradient_timing.csv", "gpu_gradient_timing.md"]
 XC_REPORTS = published(*(f"xc/{f}" for f in XC_CPU_FILES + XC_GPU_FILES))
 
 
@@ -217,7 +219,8 @@ rule xc_gpu_bench:
 
 
 rule xc_gpu_figures:
-    """KerneLDI Figs. 2 and 4 and a summary from the GPU benchmark's records."""
+    """KerneLDI Figs. 2 and 4, their XC-gradient panels (Fig. 2 right, Fig. 4b) and a summary
+    from the GPU benchmark's records."""
     input:
         tracked_records("xc-bench") + ([XC_GPU_RUN] if GPU else []),
     output:
@@ -231,8 +234,20 @@ rule xc_gpu_figures:
             caption="../report/xc_gpu.rst",
             category="XC engine (GPU)",
         ),
+        fig2_gradient=report(
+            f"{XC_DIR}/gpu_fig2_gradient.png",
+            caption="../report/xc_gpu.rst",
+            category="XC engine (GPU)",
+        ),
+        fig4_gradient=report(
+            f"{XC_DIR}/gpu_fig4_gradient.png",
+            caption="../report/xc_gpu.rst",
+            category="XC engine (GPU)",
+        ),
         table=f"{XC_DIR}/gpu_timing.csv",
         table_md=f"{XC_DIR}/gpu_timing.md",
+        gradient_table=f"{XC_DIR}/gpu_gradient_timing.csv",
+        gradient_table_md=f"{XC_DIR}/gpu_gradient_timing.md",
         summary=f"{XC_DIR}/gpu_summary.md",
     params:
         roots=" ".join(RECORD_ROOTS),
@@ -241,4 +256,6 @@ rule xc_gpu_figures:
     shell:
         "{PY} {SCRIPTS}/xc_gpu_figures.py --records {params.roots} --fig2 {output.fig2}"
         " --fig4 {output.fig4} --table {output.table} {output.table_md}"
+        " --fig2-gradient {output.fig2_gradient} --fig4-gradient {output.fig4_gradient}"
+        " --gradient-table {output.gradient_table} {output.gradient_table_md}"
         " --summary {output.summary} > {log} 2>&1"

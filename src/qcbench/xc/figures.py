@@ -53,7 +53,8 @@ def threshold_sweep_figure(df: pd.DataFrame, path: str | Path, default_t_d: floa
 # -- GPU results ---------------------------------------------------------------------------
 
 
-SIZE_SECTIONS = ("sweep", "tzvp", "madft")
+SIZE_SECTIONS = ("sweep", "tzvp", "madft", "gradient", "madft_gradient")
+GRADIENT_SECTIONS = ("gradient", "madft_gradient")
 
 
 def _sections(record: Record) -> dict[str, object]:
@@ -160,6 +161,123 @@ def sweep_table(results: dict) -> pd.DataFrame:
     df["speedup_vs_exc_cublas"] = df["exc_cublas_s"] / df["best_fp64_s"]
     df["speedup_vs_gpu4pyscf"] = df["gpu4pyscf_s"] / df["best_fp64_s"]
     return df.sort_values(["section", "natm"]).reset_index(drop=True)
+
+
+def gradient_table(results: dict) -> pd.DataFrame:
+    """One row per measured system of the gradient sections: the XC gradient's time by
+    GPU4PySCF (``grad.rks.get_exc``), ours and the dense path (EXC-cuBLAS), and the largest
+    difference of ours and of the dense path from GPU4PySCF's (Eh/Bohr)."""
+    rows = []
+    for section in GRADIENT_SECTIONS:
+        for r in _measured(results.get(section, [])):
+            ours, dense = r.get("ours", {}), r.get("exc_cublas", {})
+            rows.append(
+                {
+                    "section": section,
+                    "molecule": r["molecule"],
+                    "natm": r["natm"],
+                    "nao": r["nao"],
+                    "basis": r["basis"],
+                    "npoints": r["npoints"],
+                    "gpu4pyscf_s": r.get("gpu4pyscf", {}).get("median_s", np.nan),
+                    "ours_s": ours.get("median_s", np.nan),
+                    "ours_setup_s": ours.get("setup_s", np.nan),
+                    "exc_cublas_s": dense.get("median_s", np.nan),
+                    "ours_max_d_grad": ours.get("max_d_grad", np.nan),
+                    "exc_cublas_max_d_grad": dense.get("max_d_grad", np.nan),
+                }
+            )
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["speedup_vs_exc_cublas"] = df["exc_cublas_s"] / df["ours_s"]
+    df["speedup_vs_gpu4pyscf"] = df["gpu4pyscf_s"] / df["ours_s"]
+    return df.sort_values(["section", "natm"]).reset_index(drop=True)
+
+
+def fig4_gradient(df: pd.DataFrame, path: str | Path) -> None:
+    """Fig. 4b: XC gradient time (M06-2X, def2-SVP, grid level 4) against the number of
+    atoms: ours, EXC-cuBLAS and GPU4PySCF."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 5), constrained_layout=True)
+    rows = df[df["section"] == "gradient"].sort_values("natm") if not df.empty else df
+    for col, label, style in (
+        ("ours_s", "KerneLDI", "o-"),
+        ("exc_cublas_s", "EXC-cuBLAS", "D-"),
+        ("gpu4pyscf_s", "GPU4PySCF grad.rks.get_exc", "v-"),
+    ):
+        ok = rows[col].notna() if not rows.empty else []
+        if len(ok) and ok.any():
+            ax.semilogy(rows["natm"][ok], rows[col][ok] * 1e3, style, label=label)
+    for _, r in rows.iterrows():
+        if np.isfinite(r["speedup_vs_exc_cublas"]):
+            ax.annotate(
+                f"{r['speedup_vs_exc_cublas']:.1f}x",
+                (r["natm"], r["ours_s"] * 1e3),
+                textcoords="offset points",
+                xytext=(4, -12),
+                fontsize=7,
+            )
+    ax.set_xlabel("atoms")
+    ax.set_ylabel("XC gradient time (ms)")
+    ax.set_title("XC nuclear gradient vs size (labels: ours over EXC-cuBLAS)")
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def fig2_gradient(df: pd.DataFrame, path: str | Path) -> None:
+    """Fig. 2 (right): speedup of the XC gradient over EXC-cuBLAS against its largest
+    difference from GPU4PySCF's, over the MADFT molecules (def2-TZVP), colored by basis size."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.8), constrained_layout=True)
+    part = df[df["section"] == "madft_gradient"] if not df.empty else df
+    if not part.empty:
+        part = part[part["speedup_vs_exc_cublas"].notna() & part["ours_max_d_grad"].notna()]
+    if not part.empty:
+        sc = ax.scatter(
+            part["ours_max_d_grad"].clip(lower=FLOOR),
+            part["speedup_vs_exc_cublas"],
+            c=part["nao"],
+            cmap="viridis",
+        )
+        fig.colorbar(sc, ax=ax, label="basis functions")
+    ax.axvspan(1e-11, 1e-9, color="orange", alpha=0.15, label="paper: gradient MAE range")
+    ax.set_xscale("log")
+    ax.set_xlabel("max |dE_xc/dR (ours) - GPU4PySCF| (Eh/Bohr)")
+    ax.set_ylabel("speedup over EXC-cuBLAS")
+    ax.set_title("XC gradient: speedup vs error (M06-2X, def2-TZVP, grid level 4)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def gradient_summary(df: pd.DataFrame) -> list[str]:
+    """Markdown lines: the gradient goals (at least 5x over EXC-cuBLAS at 400+ atoms, faster
+    than GPU4PySCF at 100+ atoms def2-TZVP) and the accuracy, from the gradient table."""
+    if df.empty:
+        return ["No XC gradient measured yet."]
+    lines = []
+    big = df[(df["natm"] >= 400) & df["speedup_vs_exc_cublas"].notna()]
+    if not big.empty:
+        worst = big["speedup_vs_exc_cublas"].min()
+        lines.append(
+            f"- over EXC-cuBLAS at >= 400 atoms: {worst:.1f}x at least (goal 5x: "
+            f"{'MET' if worst >= 5 else 'NOT MET'})"
+        )
+    tz = df[(df["natm"] >= 100) & (df["basis"] == "def2-tzvp") & df["speedup_vs_gpu4pyscf"].notna()]
+    if not tz.empty:
+        worst = tz["speedup_vs_gpu4pyscf"].min()
+        lines.append(
+            f"- over GPU4PySCF at >= 100 atoms, def2-TZVP: {worst:.2f}x at least (goal > 1x: "
+            f"{'MET' if worst > 1 else 'NOT MET'})"
+        )
+    err = df["ours_max_d_grad"].max()
+    lines.append(f"- largest difference from GPU4PySCF's XC gradient: {err:.1e} Eh/Bohr")
+    return lines
 
 
 def fig4(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
@@ -387,9 +505,11 @@ def gpu_summary(results: dict, table: pd.DataFrame) -> str:
             f"{k} {v}x" for k, v in paper["scf_speedup_over_gpu4pyscf_def2tzvp"].items()
         )
         lines.append(f"- end-to-end SCF speedup over GPU4PySCF (def2-TZVP): {speedups}")
+    lines += ["", "## XC nuclear gradient (Figs. 2 right and 4b)", ""]
+    lines += gradient_summary(gradient_table(results))
     skipped = [
         f"{s}: {r['molecule']} ({r.get('skipped') or r.get('error')})"
-        for s in ("accuracy", "sweep", "tzvp", "madft")
+        for s in ("accuracy", "sweep", "tzvp", "madft", *GRADIENT_SECTIONS)
         for r in results.get(s, [])
         if "skipped" in r or "error" in r
     ]
