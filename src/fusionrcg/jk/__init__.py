@@ -1,13 +1,15 @@
 """Coulomb and exchange matrices for SCF from the generated kernels.
 
 ``JK(mol)`` is the engine of one molecule and basis (setup once, then ``get_jk(dm)`` per
-build); ``apply(mf)`` makes a PySCF or GPU4PySCF SCF object use it; ``get_jk(mol, dm)`` is a
-one-shot call with the arguments of ``pyscf.scf.hf.get_jk``.
+build, ``get_jk_deriv(dm)`` and ``jk_energy_per_atom(dm)`` for gradients); ``apply(mf)`` makes
+a PySCF or GPU4PySCF SCF object use it, and its gradient objects (``apply_grad``); ``get_jk(mol,
+dm)`` is a one-shot call with the arguments of ``pyscf.scf.hf.get_jk``.
 """
 
 from __future__ import annotations
 
 from .engine import DEFAULT_TOL, JK, BuildProfile, JKInputError, JKTask
+from .grad import apply_grad
 from .kernels import prebuild
 from .scf import FusionJKMixin, apply
 
@@ -28,6 +30,7 @@ __all__ = [
     "JKInputError",
     "JKTask",
     "apply",
+    "apply_grad",
     "get_jk",
     "prebuild",
 ]
