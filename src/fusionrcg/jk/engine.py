@@ -304,9 +304,9 @@ class JK:
         """j_factor dE_J/dR - k_factor dE_K/dR per atom, (natm, 3) on the host, as GPU4PySCF's
         gradient ``jk_energy_per_atom``: ``dm`` is a symmetric restricted total density (nao,
         nao) or (1, nao, nao), or the two spin densities (2, nao, nao) (``jk.deriv`` states the
-        energies). Each item's derivative integrals
-        are summed against the densities' weights (``jk.deriv.contract_deriv_energy``), with
-        no derivative matrices."""
+        energies). Each item's derivative integrals are weighed with the densities in the
+        kernel (the gradient epilogue of Tier 1 classes) or from the stored integrals (Tier 2,
+        ``jk.deriv.add_position_gradient``), with no derivative matrices."""
         dms = self._densities(dm, 1)
         if dms.shape[0] not in (1, 2):
             raise JKInputError(
