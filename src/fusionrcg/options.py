@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -73,6 +74,9 @@ class KernelOptions:
     generated_kernel2_max_outputs: int = GENERATED_KERNEL2_MAX_OUTPUTS
     """Tier 2 CUDA kernels of classes with at most this many integrals carry a generated
     Kernel 2."""
+    omega: float = 0.0
+    """The operator: 0 the Coulomb operator 1/r, > 0 the long-range erf(omega r)/r of
+    range-separated functionals."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.variant, Variant):
@@ -88,6 +92,8 @@ class KernelOptions:
                      "generated_kernel2_max_outputs"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise OptionsError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not (self.omega >= 0.0 and math.isfinite(self.omega)):
+            raise OptionsError(f"omega must be a finite number >= 0, got {self.omega!r}")
 
     def replace(self, **changes: Any) -> KernelOptions:
         """These options with ``changes``; ``variant`` may be given by name."""
@@ -111,6 +117,7 @@ class KernelOptions:
             "prefetch_max_accumulators": self.prefetch_max_accumulators,
             "phase2_compiled_max": self.phase2_compiled_max,
             "generated_kernel2_max_outputs": self.generated_kernel2_max_outputs,
+            "omega": self.omega,
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -234,10 +234,7 @@ def test_bad_input_is_named(engine_dz, water_dz):
         JK(water_dz, backend="tpu")
 
 
-def test_range_separation_and_high_l_are_refused(water_dz):
-    mf = fusionrcg.apply(dft.RKS(water_dz, xc="wb97x"), backend="cpu")
-    with pytest.raises(NotImplementedError, match="range-separated"):
-        mf.kernel()
+def test_high_l_keeps_the_objects_own_jk():
     h = gto.M(atom="Ne 0 0 0", basis="cc-pv5z", verbose=0)  # h functions (l = 5)
     with pytest.warns(UserWarning, match="keeps its own J/K"):
         kept = fusionrcg.apply(scf.RHF(h))
@@ -268,7 +265,7 @@ def test_j_then_k_of_one_density_is_one_build(water_dz, backend):
     assert np.abs(vj - rj).max() <= JK_TOL and np.abs(vk - 0.2 * rk).max() <= JK_TOL
     vk = mf.get_k(water_dz, dm)  # nothing pending: a K-only build
     assert engine.last_profile is not build and np.abs(vk - rk).max() <= JK_TOL
-    with pytest.raises(NotImplementedError, match="range-separated"):
+    with pytest.raises(JKInputError, match="without an omega"):
         mf.get_k(water_dz, dm, 1, None, 1.0, 0.5)
 
 

@@ -222,7 +222,7 @@ def test_d_shells(get_molecule, cart, backend):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("method", ["rhf", "uhf", "b3lyp", "uks-pbe0"])
+@pytest.mark.parametrize("method", ["rhf", "uhf", "b3lyp", "uks-pbe0", "wb97x"])
 def test_gpu4pyscf_gradients(get_molecule, method, gpu_present):
     """GPU4PySCF's gradient objects take their J/K part through ``jk_energy_per_atom``."""
     if not gpu_present:
@@ -237,6 +237,7 @@ def test_gpu4pyscf_gradients(get_molecule, method, gpu_present):
         "uhf": lambda: gscf.UHF(mol),
         "b3lyp": lambda: gdft.RKS(mol, xc="b3lyp"),
         "uks-pbe0": lambda: gdft.UKS(mol, xc="pbe0"),
+        "wb97x": lambda: gdft.RKS(mol, xc="wb97x"),  # range-separated: long-range kernels
     }
     ref, ours = makers[method](), fusionrcg.apply(makers[method](), backend="gpu")
     ours.direct_scf_tol = 1e-14

@@ -75,6 +75,11 @@ def _out_of_memory(exc: BaseException) -> bool:
     return cupy is not None and isinstance(exc, cupy.cuda.memory.OutOfMemoryError)
 
 
+def _less(a, b):
+    """``a - b`` of two results of one kind (None where the matrix was not asked for)."""
+    return None if a is None else a - b
+
+
 def _is_cupy(a) -> bool:
     """Whether ``a`` is a CuPy array, subclasses included (GPU4PySCF hands over tagged
     subclasses defined outside CuPy)."""
@@ -99,7 +104,9 @@ class JK:
     the integral kernels each block's items in a strided order (``tasks.DeviceScreener``).
     ``task_pairs``: cut each block into blocks of this many bra pairs at most, so that a build
     divides into tasks (``tasks``) small enough to spread over many devices; by default whole
-    blocks.
+    blocks. ``omega`` (default ``mol.omega``, PySCF's convention): 0 the Coulomb operator,
+    > 0 the long-range erf(omega r)/r, < 0 the short-range erfc(|omega| r)/r (the full-range
+    build less the long-range one).
     """
 
     def __init__(
@@ -114,6 +121,7 @@ class JK:
         max_work: int | None = None,
         spread_items: bool = True,
         task_pairs: int | None = None,
+        omega: float | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -122,15 +130,22 @@ class JK:
             raise JKInputError(f"the screening threshold must be positive, got {tol!r}")
         if task_pairs is not None and task_pairs < 1:
             raise JKInputError(f"task_pairs must be a positive count, got {task_pairs!r}")
-        if getattr(mol, "omega", 0.0):
-            raise NotImplementedError(
-                f"range-separated Coulomb (mol.omega = {mol.omega}) is not implemented by the "
-                "generated kernels"
-            )
+        omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
+        if not np.isfinite(omega):
+            raise JKInputError(f"omega must be finite, got {omega!r}")
         start = time.perf_counter()
         self.mol = mol
         self.tol = float(tol)
-        self.options = kernel_options(options)
+        self.omega = omega
+        self.options = kernel_options(options).replace(omega=max(omega, 0.0))
+        # the short-range operator erfc(|omega| r)/r: this engine's full-range builds less
+        # those of a long-range engine
+        self._long_range = None
+        if omega < 0.0:
+            self._long_range = JK(
+                mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
+                spread_items, task_pairs, omega=-omega,
+            )  # fmt: skip
         self.profile = profile
         self.last_profile: BuildProfile | None = None
         self.basis, contraction = engine_basis(mol, decontract)
@@ -284,8 +299,14 @@ class JK:
         goes (a scheduler handing tasks out on demand). None builds every task."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
+        if self._long_range is not None and tasks is not None:
+            raise JKInputError("task selection is not available for the short-range operator")
         with self._memory_errors(dm, "J/K"):
-            return self._build(dm, hermi, with_j, with_k, tasks)
+            vj, vk = self._build(dm, hermi, with_j, with_k, tasks)
+        if self._long_range is not None:
+            lj, lk = self._long_range.get_jk(dm, hermi, with_j, with_k)
+            vj, vk = _less(vj, lj), _less(vk, lk)
+        return vj, vk
 
     def get_jk_deriv(self, dm, with_j: bool = True, with_k: bool = True):
         """(vj, vk): the nuclear-derivative Coulomb and exchange matrices of ``dm`` as PySCF's
@@ -298,7 +319,11 @@ class JK:
             raise JKInputError("nothing to build: with_j and with_k are both False")
         with self._memory_errors(dm, "derivative J/K"):
             vj, vk = self._deriv_build(self._densities(dm, 0), with_j, with_k)
-        return self._like_deriv(dm, vj), self._like_deriv(dm, vk)
+        vj, vk = self._like_deriv(dm, vj), self._like_deriv(dm, vk)
+        if self._long_range is not None:
+            lj, lk = self._long_range.get_jk_deriv(dm, with_j, with_k)
+            vj, vk = _less(vj, lj), _less(vk, lk)
+        return vj, vk
 
     def jk_energy_per_atom(self, dm, j_factor: float = 1.0, k_factor: float = 1.0) -> np.ndarray:
         """j_factor dE_J/dR - k_factor dE_K/dR per atom, (natm, 3) on the host, as GPU4PySCF's
@@ -318,7 +343,10 @@ class JK:
         if j_factor or k_factor:
             with self._memory_errors(dm, "the J/K energy gradient"):
                 self._energy_gradient(dms, float(j_factor), float(k_factor), de)
-        return self.arrays.to_host(de).reshape(-1, 3)
+        de = self.arrays.to_host(de).reshape(-1, 3)
+        if self._long_range is not None:
+            de -= self._long_range.jk_energy_per_atom(dm, j_factor, k_factor)
+        return de
 
     def _energy_gradient(self, dms, j_factor: float, k_factor: float, de) -> None:
         """Adds the energy gradient of the checked densities ``dms`` into ``de`` (natm * 3):

@@ -5,8 +5,9 @@ the engine take its J/K derivatives from the same engine (``JK.get_jk_deriv`` an
 ``JK.jk_energy_per_atom``); ``fusionrcg.apply`` does this for ``mf.nuc_grad_method()`` and
 ``mf.Gradients()``. PySCF's gradient objects (RHF, UHF, RKS, UKS) ask for the derivative
 matrices through ``get_jk``, ``get_j`` and ``get_k``; GPU4PySCF's ask for per-atom energy
-derivatives through ``jk_energy_per_atom``. Range-separated exchange (omega != 0) keeps the
-object's own code, as the energy engine implements only the full-range operator.
+derivatives through ``jk_energy_per_atom``. Range-separated operators (omega != 0) run on the
+engines of that operator; GPU4PySCF's explicit long- and short-range factors keep the object's
+own code.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from .engine import JK
 
 class _FusionGradBase:
     def _fusion_jk(self, mol=None, omega=None, **factors) -> JK | None:
-        """The SCF object's J/K engine of ``mol`` (default: the gradient's), or None where the
-        object's own code runs (an SCF without the engine, or a range-separated operator)."""
+        """The SCF object's J/K engine of ``mol`` (default: the gradient's) for the operator
+        of ``omega`` (``JK``'s convention), or None where the object's own code runs (an SCF
+        without the engine, or GPU4PySCF's long- and short-range factors)."""
         from .scf import FusionJKMixin
 
-        if omega or any(v is not None for v in factors.values()):
+        if any(v is not None for v in factors.values()):
             return None
         if not isinstance(self.base, FusionJKMixin):
             return None
-        return self.base.fusion_engine(self.mol if mol is None else mol)
+        return self.base.fusion_engine(self.mol if mol is None else mol, omega)
 
 
 class FusionGradMixin(_FusionGradBase):

@@ -137,10 +137,11 @@ class KernelSource:
     registers: int | None = None  # Tier 1 on the GPU: registers its launch bounds hold it to
 
 
-def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue) -> str:
+def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue, omega: float = 0.0) -> str:
     basis = "sph" if plan.graph.spherical else "cart"
     variant = plan.variant.name.replace("-", "_")  # cls.tag names a derivative's centre
-    return f"frcg_{plan.cls.tag}_{variant}_{basis}_t{int(tier)}_{epilogue.value}"
+    lr = "" if not omega else "_lr"  # the long-range operator (its omega is in the source)
+    return f"frcg_{plan.cls.tag}_{variant}_{basis}_t{int(tier)}_{epilogue.value}{lr}"
 
 
 def _num(x: float) -> str:
@@ -190,11 +191,19 @@ def _prologue(plan: ClassPlan) -> list[str]:
 
 
 def _loops_open(
-    plan: ClassPlan, target: Target, record: str | None, prefetch_max_accumulators: int
+    plan: ClassPlan,
+    target: Target,
+    record: str | None,
+    prefetch_max_accumulators: int,
+    omega: float = 0.0,
 ) -> list[str]:
     """The bra and ket primitive-pair loops and the per-primitive-quartet quantities. With
     ``record`` they are stored into that FrcgPrim variable instead of local constants. Classes
-    with at most ``prefetch_max_accumulators`` accumulators read the next ket row ahead."""
+    with at most ``prefetch_max_accumulators`` accumulators read the next ket row ahead.
+    ``omega`` > 0: the long-range operator erf(omega r) / r, whose integrals are the Coulomb
+    integrals with rho = zeta eta / (zeta + eta) replaced by rho omega^2 / (omega^2 + rho)
+    wherever it enters (the Boys argument, the recurrences' 1 / (zeta + eta) and rho terms,
+    and the prefactor's sqrt(rho))."""
     pref_const = 2.0 * math.pi**2.5 * math.prod(sp_common_factor(l) for l in plan.cls.ls)
     d = (lambda f: f"{record}.{f}") if record else (lambda f: f"const double {f}")
     fields_of_row = pair_fields(plan)
@@ -229,12 +238,24 @@ def _loops_open(
         ]
     lines += [
         "const double PQx = ACx + PAx - QCx, PQy = ACy + PAy - QCy, PQz = ACz + PAz - QCz;",
-        # one reciprocal square root gives sqrt(1/(zeta+eta)) and, after a Newton step,
-        # 1/(zeta+eta): a division and a square root less per primitive quartet
-        "const double rsze = RSQRT(zeta + eta), ooze0 = rsze * rsze;",
-        "const double ooze = ooze0 * (2.0 - (zeta + eta) * ooze0), rho = zeta * eta * ooze;",
-        "const double T = rho * (PQx * PQx + PQy * PQy + PQz * PQz);",
     ]
+    # one reciprocal square root gives sqrt(1/(zeta+eta)) and, after a Newton step,
+    # 1/(zeta+eta): a division and a square root less per primitive quartet
+    if omega > 0.0:
+        w2 = _num(omega * omega)
+        lines += [
+            "const double rsze0 = RSQRT(zeta + eta), ooze0 = rsze0 * rsze0;",
+            "const double ooze1 = ooze0 * (2.0 - (zeta + eta) * ooze0);",
+            f"const double att = {w2} / ({w2} + zeta * eta * ooze1);",
+            "const double rsze = rsze0 * sqrt(att), ooze = ooze1 * att;",
+            "const double rho = zeta * eta * ooze;",
+        ]
+    else:
+        lines += [
+            "const double rsze = RSQRT(zeta + eta), ooze0 = rsze * rsze;",
+            "const double ooze = ooze0 * (2.0 - (zeta + eta) * ooze0), rho = zeta * eta * ooze;",
+        ]
+    lines.append("const double T = rho * (PQx * PQx + PQy * PQy + PQz * PQz);")
     fields = {
         **{S.PA[i]: f"PA{ax}" for i, ax in enumerate("xyz")},
         **{S.WP[i]: f"-eta * ooze * PQ{ax}" for i, ax in enumerate("xyz")},
@@ -367,6 +388,7 @@ def _tier1_body(
     placement: Tier1Placement,
     arrival_order: bool,
     prefetch_max_accumulators: int,
+    omega: float,
 ) -> list[str]:
     g = plan.graph
     n_acc = plan.n_accumulators
@@ -380,7 +402,7 @@ def _tier1_body(
     lines = [f"double acc{k} = 0.0;" for k in placement.register_accumulators()]
     if placement.accumulator_slot:
         lines.append(f"for (int s = 0; s < {len(slot)}; ++s) SET_SACC(s, 0.0);")
-    lines += _loops_open(plan, target, None, prefetch_max_accumulators)
+    lines += _loops_open(plan, target, None, prefetch_max_accumulators, omega)
     vname = lambda v: f"v{v}"  # noqa: E731
     target_of = {v: k for k, v in enumerate(g.vrr.outputs)}
     made = {v: i for i, v in enumerate(plan.vrr_order)}
@@ -584,11 +606,12 @@ def _tier2_body(
     compiled: bool,
     shared: bool,
     prefetch_max_accumulators: int,
+    omega: float,
 ) -> list[str]:
     lines = _bank_lines(shared)
     lines.append(f"for (int s = 0; s < {layout.n_phase2_slots}; ++s) BUF(s) = 0.0;")
     lines.append(f"struct {name}_prim P;")
-    lines += _loops_open(plan, target, "P", prefetch_max_accumulators)
+    lines += _loops_open(plan, target, "P", prefetch_max_accumulators, omega)
     lines += [f"{name}_s{i}(&P, bank, bank_stride, lane);" for i in range(len(layout.segments))]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if compiled:
@@ -648,6 +671,7 @@ def lower(
     prefetch_max_accumulators: int = PREFETCH_MAX_ACCUMULATORS,
     phase2_compiled_max: int = PHASE2_COMPILED_MAX,
     generated_kernel2_max_outputs: int = GENERATED_KERNEL2_MAX_OUTPUTS,
+    omega: float = 0.0,
 ) -> KernelSource:
     """Source of the kernel for ``plan`` in its tier (forced or chosen by the model); ``bank``
     places Tier 2's slot bank (see ``shared_bank``). A Tier 1 kernel the model holds to fewer
@@ -657,8 +681,9 @@ def lower(
     instead. Tier 1 reads its shared-memory slots in order with ``ordered_slot_reads``, as
     early as ptxas likes otherwise (``Target.tier1_slots``). Each statement sums its terms in
     the order their values become available with ``arrival_order``, in graph order otherwise
-    (``_expr``). The last three set the thresholds named by this module's constants of the same
-    names (``options.KernelOptions``)."""
+    (``_expr``). The three after it set the thresholds named by this module's constants of the
+    same names (``options.KernelOptions``); ``omega`` > 0 gives the kernel of the long-range
+    operator erf(omega r) / r (``_loops_open``)."""
     tgt = TARGETS[target] if isinstance(target, str) else target
     epi = Epilogue(epilogue)
     tier = plan.tier
@@ -676,10 +701,14 @@ def lower(
             f"{plan.cls} Tier {int(tier)}: the gradient epilogue is for Tier 1 derivative "
             "classes; lower Tier 2 with 'store' (its integrals are contracted afterwards)"
         )
-    name = kernel_name(plan, tier, epi)
+    if not (omega >= 0.0 and math.isfinite(omega)):
+        raise OptionsError(f"omega must be a finite number >= 0, got {omega!r}")
+    name = kernel_name(plan, tier, epi, omega)
     n_out = math.prod(plan.graph.output_shape)
+    operator = f", erf({_num(omega)} r)/r" if omega else ""
     parts = [
-        f"// {plan.cls} variant {plan.variant.name}, Tier {int(tier)}, epilogue {epi.value}",
+        f"// {plan.cls} variant {plan.variant.name}, Tier {int(tier)}, epilogue {epi.value}"
+        + operator,
         "#include <math.h>" if tgt.name == "cpp" else "",
         "#include <stddef.h>" if tgt.name == "cpp" else "",
         tgt.prelude(),
@@ -706,7 +735,9 @@ def lower(
         elif epi is Epilogue.GRAD:
             parts.append(_grad_macro())
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
-        body += _tier1_body(plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators)
+        body += _tier1_body(
+            plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators, omega
+        )
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
         if 8 * n_slots * bank_threads > TIER1_MAX_SHARED_BYTES:
@@ -725,8 +756,9 @@ def lower(
         if compiled:
             parts.append(_phase2_functions(layout, tgt, name, segment_size, shared, arrival_order))
         body = _tier2_body(
-            plan, tgt, layout, name, segment_size, compiled, shared, prefetch_max_accumulators
-        )
+            plan, tgt, layout, name, segment_size, compiled, shared, prefetch_max_accumulators,
+            omega,
+        )  # fmt: skip
         n_slots = layout.n_slots
         bank_threads = SHARED_BANK_THREADS if shared else 0
         if tgt.name == "cuda" and n_out <= generated_kernel2_max_outputs and plan.cls.deriv is None:
