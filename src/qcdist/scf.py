@@ -27,9 +27,14 @@ class DistributedJKMixin(FusionJKMixin):
 
     _keys = {"dist_jk"}
 
-    def fusion_engine(self, mol=None):
+    def fusion_engine(self, mol=None, omega=None):
         if mol is not None and mol is not self.mol:
             raise ValueError("the distributed J/K engine serves the SCF object's own molecule")
+        if (self.mol.omega if omega is None else omega) != 0:
+            raise NotImplementedError(
+                "the distributed J/K engine builds the full-range operator only; run a "
+                "range-separated functional in one process (fusionrcg.apply)"
+            )
         return self.dist_jk
 
 

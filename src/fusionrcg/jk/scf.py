@@ -51,6 +51,19 @@ class FusionJKMixin:
             )
         return engines[omega]
 
+    def nuc_grad_method(self):
+        """The object's analytic gradient with its J/K derivatives from the same engine
+        (``jk.grad.apply_grad``)."""
+        from .grad import apply_grad
+
+        return apply_grad(super().nuc_grad_method())
+
+    def Gradients(self):  # noqa: N802 (PySCF's name)
+        """As ``nuc_grad_method``."""
+        from .grad import apply_grad
+
+        return apply_grad(super().Gradients())
+
     def get_jk(self, mol=None, dm=None, hermi=1, with_j=True, with_k=True, omega=None, **kwargs):
         if mol is None:
             mol = self.mol
