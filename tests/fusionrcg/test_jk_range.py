@@ -93,10 +93,9 @@ def test_gpu4pyscf_long_and_short_range_factors(water, densities):
     "make",
     [
         lambda m: dft.RKS(m, xc="camb3lyp"),
-        lambda m: dft.RKS(m, xc="wb97x"),
         lambda m: dft.UKS(m.copy().set(charge=1, spin=1), xc="wb97x"),
     ],
-    ids=["camb3lyp", "wb97x", "uks-wb97x"],
+    ids=["camb3lyp", "uks-wb97x"],
 )
 def test_range_separated_hybrids_scf_and_gradients(water, make):
     ref = make(water)
