@@ -18,8 +18,8 @@ holds the run's commit, device, software and first command):
   ways in one process: GPU4PySCF as it comes, with KerneLDI's XC only, and with both engines
   (``qcscf.apply``); wall time, cycles, energies, and the one-time setups (XC layout, J/K
   engine) reported apart.
-- ``gradient``: per system, a converged SCF (``--method``) with GPU4PySCF's J/K and one with
-  ``fusionrcg.apply``, then the whole analytic gradient and its J/K part
+- ``gradient``: per system, a converged SCF (``--method``) as GPU4PySCF runs it and one with
+  both engines (``qcscf.apply``), then the whole analytic gradient and its J/K part
   (``jk_energy_per_atom``) timed after the SCF, and the largest gradient difference.
 - ``accuracy``: J and K of the engine (``--backend cpu`` or ``gpu``, tight screening) against
   PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
@@ -329,14 +329,15 @@ def run_dft(args, out) -> None:
 
 
 def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
-    """A converged SCF of ``args.method`` (GPU4PySCF's own J/K, or ``fusionrcg.apply``'s),
+    """A converged SCF of ``args.method`` (GPU4PySCF as it comes, or with both engines:
+    ``qcscf.apply``, so a DFT gradient's XC part is KerneLDI's and its J/K part FusionRCG's),
     then its analytic gradient and the J/K part of it (``jk_energy_per_atom`` at full J and
     K) timed: medians over ``args.repeats`` after one warm-up."""
-    import fusionrcg
+    import qcscf
 
     mf = _make(args.method, mol, gpu=True)
     if how == "ours":
-        mf = fusionrcg.apply(mf, "gpu", kernel_dir=args.kernel_dir)
+        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir)
     scf_result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     grad = mf.nuc_grad_method()
     grad.verbose = 0
