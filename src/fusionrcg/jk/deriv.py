@@ -24,6 +24,11 @@ DERIV_POSITIONS = (0, 1, 2)
 """The quartet positions whose derivative classes run; the fourth is their negated sum."""
 
 
+def _item_aos(xp, shape, quartets, seg_ao):
+    """The AOs of each item's four segments: four (n, size) index arrays."""
+    return tuple(seg_ao[quartets[:, k]][:, None] + xp.arange(s) for k, s in enumerate(shape))
+
+
 def _block(d, rows, cols):
     """(n, len rows, len cols) blocks of ``d`` (nao, nao) at per-item AO ``rows``, ``cols``."""
     return d[rows[:, :, None], cols[:, None, :]]
@@ -45,7 +50,7 @@ def contract_deriv_items(arrays, shape, grads, quartets, scales, seg_ao, dm, vj,
     g = [xp.asarray(x).reshape(n, 3, na, nb, nc, nd) * w for x in grads]
     g.append(-(g[0] + g[1] + g[2]))
     ga, gb, gc, gd = g
-    a, b, c, d = (seg_ao[quartets[:, k]][:, None] + xp.arange(s) for k, s in enumerate(shape))
+    a, b, c, d = _item_aos(xp, shape, quartets, seg_ao)
     nao = int(dm.shape[-1])
 
     def add(target, rows, cols, values) -> None:  # target[x, rows, cols] -= values (n, 3, r, c)
@@ -74,16 +79,15 @@ def contract_deriv_items(arrays, shape, grads, quartets, scales, seg_ao, dm, vj,
             add(vk[m], d, a, xp.einsum("qxabcd,qcb->qxda", gd, _block(dens, c, b)))
 
 
-def energy_weights(xp, shape, quartets, seg_ao, dms, j_factor: float, k_factor: float):
+def energy_weights(xp, shape, quartets, seg_ao, dms, total, j_factor: float, k_factor: float):
     """(n, na, nb, nc, nd): the density weights W of the items' integrals in j_factor E_J -
     k_factor E_K = sum over unique quartets of scale * sum_abcd (ab|cd) W_abcd, for symmetric
-    densities ``dms`` (one total density, or two spin densities, as the module states):
-    W = 4 j Dt_ab Dt_cd - k kappa sum_s (Ds_ac Ds_bd + Ds_ad Ds_bc), kappa 1 for a total
-    density and 2 for spin densities."""
-    a, b, c, d = (seg_ao[quartets[:, k]][:, None] + xp.arange(s) for k, s in enumerate(shape))
+    densities ``dms`` (one total density, or two spin densities, as the module states) and
+    their sum ``total``: W = 4 j Dt_ab Dt_cd - k kappa sum_s (Ds_ac Ds_bd + Ds_ad Ds_bc),
+    kappa 1 for a total density and 2 for spin densities."""
+    a, b, c, d = _item_aos(xp, shape, quartets, seg_ao)
     w = 0.0
     if j_factor:
-        total = dms.sum(axis=0)
         w = (4.0 * j_factor) * xp.einsum("qab,qcd->qabcd", _block(total, a, b), _block(total, c, d))
     if k_factor:
         kappa = 1.0 if dms.shape[0] == 1 else 2.0
@@ -94,11 +98,11 @@ def energy_weights(xp, shape, quartets, seg_ao, dms, j_factor: float, k_factor: 
     return w
 
 
-def scaled_weights(xp, shape, quartets, scales, seg_ao, dms, j_factor, k_factor):
+def scaled_weights(xp, shape, quartets, scales, seg_ao, dms, total, j_factor, k_factor):
     """``energy_weights`` times each item's symmetry weight, shaped (n, 1, na * nb * nc * nd)
     to meet a position's derivative integrals (n, 3, ...)."""
     n = int(scales.shape[0])
-    w = energy_weights(xp, shape, quartets, seg_ao, dms, j_factor, k_factor)
+    w = energy_weights(xp, shape, quartets, seg_ao, dms, total, j_factor, k_factor)
     return w.reshape(n, 1, -1) * scales.reshape(n, 1, 1)
 
 

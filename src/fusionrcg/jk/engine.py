@@ -80,6 +80,10 @@ def _less(a, b):
     return None if a is None else a - b
 
 
+def _ndim(a) -> int:
+    return a.ndim if hasattr(a, "ndim") else np.ndim(a)
+
+
 def _is_cupy(a) -> bool:
     """Whether ``a`` is a CuPy array, subclasses included (GPU4PySCF hands over tagged
     subclasses defined outside CuPy)."""
@@ -353,6 +357,7 @@ class JK:
         Tier 1 derivative classes through their gradient epilogue, Tier 2 ones from their
         stored integrals (``jk.deriv.add_position_gradient``)."""
         dk = self._engine_densities(dms)
+        total = dk.sum(axis=0)  # the Coulomb weights' density, once for every part
         target = GradientTarget(self._seg_atom, de, j_factor, k_factor)
         parts = self._deriv_parts(dk, bool(j_factor), bool(k_factor), Epilogue.GRAD)
         for kernels, deriv, part in parts:
@@ -366,7 +371,7 @@ class JK:
                 if weights is None:
                     weights = scaled_weights(
                         self.arrays.xp, kernels.output_shape, part.quartets, part.scales,
-                        self._seg_ao, dk, j_factor, k_factor,
+                        self._seg_ao, dk, total, j_factor, k_factor,
                     )  # fmt: skip
                 grad = self._item_integrals(kernel, part, self._deriv_data)
                 add_position_gradient(
@@ -546,19 +551,16 @@ class JK:
         array library."""
         if v is None:
             return None
-        if (dm.ndim if hasattr(dm, "ndim") else np.ndim(dm)) == 2:
-            v = v[0]
-        if _is_cupy(dm):
-            import cupy
-
-            return cupy.asarray(v)
-        return self.arrays.to_host(v)
+        return self._library_of(dm, v[0] if _ndim(dm) == 2 else v)
 
     def _like(self, dm, v):
         """``v`` (n, nao, nao) shaped like ``dm`` and of its array library."""
         if v is None:
             return None
-        v = v.reshape(np.shape(dm) if not _is_cupy(dm) else dm.shape)
+        return self._library_of(dm, v.reshape(np.shape(dm) if not _is_cupy(dm) else dm.shape))
+
+    def _library_of(self, dm, v):
+        """``v`` in ``dm``'s array library: CuPy for CuPy input, NumPy otherwise."""
         if _is_cupy(dm):
             import cupy
 

@@ -48,6 +48,14 @@ def uses_fused(store: LibraryKernel) -> bool:
     return store.tier is Tier.REGISTER and store.n_outputs <= FUSED_MAX_OUTPUTS
 
 
+def _library_options(cls: QuartetClass, options: KernelOptions) -> KernelOptions:
+    """``options`` as the J/K engine asks the library for ``cls``: the first Tier 1 form from
+    ``FIRST_FORM_MIN_TOTAL`` on."""
+    if cls.total >= FIRST_FORM_MIN_TOTAL:
+        return options.replace(spill_fallbacks=False)
+    return options
+
+
 def class_kernels(
     cls: QuartetClass,
     options: KernelOptions,
@@ -57,8 +65,7 @@ def class_kernels(
     directory=None,
 ) -> ClassKernels:
     """The kernels of ``cls`` from the library (built on first use)."""
-    if cls.total >= FIRST_FORM_MIN_TOTAL:
-        options = options.replace(spill_fallbacks=False)
+    options = _library_options(cls, options)
     store = get_kernel(cls, options, spherical, Epilogue.STORE, target, arch, directory)
     fused = None
     if uses_fused(store):
@@ -79,8 +86,7 @@ def deriv_kernels(
     (``deriv.DERIV_POSITIONS``) from the library (built on first use): store kernels, or
     with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
     then answers with its store kernel)."""
-    if cls.total >= FIRST_FORM_MIN_TOTAL:
-        options = options.replace(spill_fallbacks=False)
+    options = _library_options(cls, options)
     return tuple(
         get_kernel(cls.with_deriv(p), options, spherical, epilogue, target, arch, directory)
         for p in DERIV_POSITIONS

@@ -351,11 +351,17 @@ def _grad_macro() -> str:
     return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
+# What the J/K and gradient epilogues read of a quartet: its symmetry weight and first AOs.
+EPILOGUE_QUARTET = (
+    "const double sq = qscale[q];",
+    "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
+)
+
+
 def _grad_open() -> list[str]:
     """The gradient epilogue's per-quartet state: the weights' factors and three sums."""
     return [
-        "const double sq = qscale[q];",
-        "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
+        *EPILOGUE_QUARTET,
         "const double jw_ = 4.0 * j_factor, kw_ = k_factor * (n_dm == 1 ? 1.0 : 2.0);",
         "double g0 = 0.0, g1 = 0.0, g2 = 0.0;",
     ]
@@ -418,10 +424,7 @@ def _tier1_body(
                 lines.append(f"acc{k} += v{v};")
     lines += LOOPS_CLOSE + HRR_GEOMETRY
     if epilogue is Epilogue.JK:
-        lines += [
-            "const double sq = qscale[q];",
-            "const int oa = seg_ao[ia], ob = seg_ao[ib], oc = seg_ao[ic], od = seg_ao[id];",
-        ]
+        lines += EPILOGUE_QUARTET
     elif epilogue is Epilogue.GRAD:
         lines += _grad_open()
     # each integral leaves as soon as it exists, so that outputs do not pile up in registers

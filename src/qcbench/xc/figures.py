@@ -163,6 +163,19 @@ def sweep_table(results: dict) -> pd.DataFrame:
     return df.sort_values(["section", "natm"]).reset_index(drop=True)
 
 
+def _label_speedups(ax, rows: pd.DataFrame, time_col: str) -> None:
+    """Each point of ``time_col`` (ms) labelled with its speedup over EXC-cuBLAS."""
+    for _, r in rows.iterrows():
+        if np.isfinite(r["speedup_vs_exc_cublas"]):
+            ax.annotate(
+                f"{r['speedup_vs_exc_cublas']:.1f}x",
+                (r["natm"], r[time_col] * 1e3),
+                textcoords="offset points",
+                xytext=(4, -12),
+                fontsize=7,
+            )
+
+
 def gradient_table(results: dict) -> pd.DataFrame:
     """One row per measured system of the gradient sections: the XC gradient's time by
     GPU4PySCF (``grad.rks.get_exc``), ours and the dense path (EXC-cuBLAS), and the largest
@@ -200,24 +213,17 @@ def fig4_gradient(df: pd.DataFrame, path: str | Path) -> None:
     atoms: ours, EXC-cuBLAS and GPU4PySCF."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 5), constrained_layout=True)
-    rows = df[df["section"] == "gradient"].sort_values("natm") if not df.empty else df
-    for col, label, style in (
-        ("ours_s", "KerneLDI", "o-"),
-        ("exc_cublas_s", "EXC-cuBLAS", "D-"),
-        ("gpu4pyscf_s", "GPU4PySCF grad.rks.get_exc", "v-"),
-    ):
-        ok = rows[col].notna() if not rows.empty else []
-        if len(ok) and ok.any():
-            ax.semilogy(rows["natm"][ok], rows[col][ok] * 1e3, style, label=label)
-    for _, r in rows.iterrows():
-        if np.isfinite(r["speedup_vs_exc_cublas"]):
-            ax.annotate(
-                f"{r['speedup_vs_exc_cublas']:.1f}x",
-                (r["natm"], r["ours_s"] * 1e3),
-                textcoords="offset points",
-                xytext=(4, -12),
-                fontsize=7,
-            )
+    if not df.empty:
+        rows = df[df["section"] == "gradient"].sort_values("natm")
+        for col, label, style in (
+            ("ours_s", "KerneLDI", "o-"),
+            ("exc_cublas_s", "EXC-cuBLAS", "D-"),
+            ("gpu4pyscf_s", "GPU4PySCF grad.rks.get_exc", "v-"),
+        ):
+            ok = rows[col].notna()
+            if ok.any():
+                ax.semilogy(rows["natm"][ok], rows[col][ok] * 1e3, style, label=label)
+        _label_speedups(ax, rows, "ours_s")
     ax.set_xlabel("atoms")
     ax.set_ylabel("XC gradient time (ms)")
     ax.set_title("XC nuclear gradient vs size (labels: ours over EXC-cuBLAS)")
@@ -307,15 +313,7 @@ def fig4(df: pd.DataFrame, path: str | Path, paper: dict) -> None:
                 fillstyle=marker_fill,
                 label=f"{label} ({family})",
             )
-    for _, r in rows.iterrows():
-        if np.isfinite(r["speedup_vs_exc_cublas"]):
-            ax.annotate(
-                f"{r['speedup_vs_exc_cublas']:.1f}x",
-                (r["natm"], r["best_fp64_s"] * 1e3),
-                textcoords="offset points",
-                xytext=(4, -12),
-                fontsize=7,
-            )
+    _label_speedups(ax, rows, "best_fp64_s")
     lo, hi = paper["crossover_atoms"]
     ax.axvspan(lo, hi, color="gray", alpha=0.12, label="paper (V100): crossover range")
     ax.set_xlabel("atoms")
