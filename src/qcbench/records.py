@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "manifest.json"
+# Snakemake touches this file in a directory() output after the rule ends, so after the
+# manifest is written; it is not part of the record and adoption leaves it behind.
+SNAKEMAKE_MARKER = ".snakemake_timestamp"
 KINDS = ("eri-bench", "eri-verify", "xc-bench", "jk-scf", "dist")
 REQUIRED = {
     "id": str,
@@ -156,6 +159,8 @@ def file_entries(folder: Path) -> list[dict]:
     """Size and SHA-256 of every file in ``folder`` but the manifest (no subfolders)."""
     entries = []
     for path in sorted(folder.iterdir()):
+        if path.name == SNAKEMAKE_MARKER:
+            continue
         if path.is_dir():
             raise RecordError(f"{path}: a record holds files only, not folders")
         if path.name != MANIFEST:
@@ -171,7 +176,7 @@ def problems(record: Record, known_ids: set[str], *, named: bool = True) -> list
     named by its id."""
     out = []
     listed = {f["path"]: f for f in record.manifest["files"]}
-    on_disk = {p.name for p in record.folder.iterdir() if p.name != MANIFEST}
+    on_disk = {p.name for p in record.folder.iterdir()} - {MANIFEST, SNAKEMAKE_MARKER}
     for name in sorted(on_disk - listed.keys()):
         out.append(f"{record.id}: {name} is not in the manifest")
     for name, entry in sorted(listed.items()):
@@ -211,7 +216,7 @@ def adopt(run: str | Path, root: str | Path) -> Path:
     found = problems(record, {r.id for r in discover([root], record.kind)}, named=False)
     if found:
         raise RecordError("; ".join(found))
-    shutil.copytree(run, target)
+    shutil.copytree(run, target, ignore=shutil.ignore_patterns(SNAKEMAKE_MARKER))
     return target
 
 

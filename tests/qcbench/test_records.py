@@ -93,8 +93,10 @@ def test_a_new_run_supersedes_the_records_it_measures_again(tmp_path):
     assert made["device"] == {"gpu": "Test GPU", "fp64_fma_peak": 1e13}
     assert made["software"] == {"python": "3.12", "numpy": "2"}
     assert {f["path"] for f in made["files"]} == {"measurements.jsonl", "device.json"}
+    (run / R.SNAKEMAKE_MARKER).touch()  # Snakemake's directory() marker, made after the manifest
     adopted = R.adopt(run, records)
     assert adopted == records / "eri-bench" / "2026-02-03-campaign"
+    assert not (adopted / R.SNAKEMAKE_MARKER).exists()
     assert R.main(["check", str(records)]) == 0
     with pytest.raises(R.RecordError, match="immutable"):
         R.adopt(run, records)
