@@ -11,14 +11,17 @@ from pathlib import Path
 _PACKAGES = ("numpy", "scipy", "pyscf", "cupy-cuda13x", "gpu4pyscf-cuda13x", "snakemake")
 
 
-def git_commit(root: Path | None = None) -> str:
+def git_commit(root: Path | None = None, outputs: tuple[str, ...] = ()) -> str:
+    """HEAD, with "+dirty" where a tracked file differs from it; ``outputs`` are tracked
+    folders the caller is writing (left out of the check)."""
     root = root or Path(__file__).resolve().parents[2]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "."]
+            + [f":(exclude){path}" for path in _inside(root, outputs)],
             cwd=root,
             capture_output=True,
             text=True,
@@ -27,6 +30,16 @@ def git_commit(root: Path | None = None) -> str:
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def _inside(root: Path, paths: tuple[str, ...]) -> list[str]:
+    """``paths`` inside ``root``, relative to it (others cannot change its checkout)."""
+    inside = []
+    for path in paths:
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(root.resolve()):
+            inside.append(resolved.relative_to(root.resolve()).as_posix())
+    return inside
 
 
 def versions() -> dict[str, str]:
@@ -39,10 +52,11 @@ def versions() -> dict[str, str]:
     return found
 
 
-def provenance(**extra) -> dict:
-    """Commit, package versions, host and time, plus anything the caller adds."""
+def provenance(outputs: tuple[str, ...] = (), **extra) -> dict:
+    """Commit, package versions, host and time, plus anything the caller adds; ``outputs`` as
+    in :func:`git_commit`."""
     return {
-        "commit": git_commit(),
+        "commit": git_commit(outputs=outputs),
         "versions": versions(),
         "python": platform.python_version(),
         "machine": platform.machine(),

@@ -38,9 +38,14 @@ def publish(
     missing = [f for f in files if not (results / f).is_file()]
     if missing:
         raise FileNotFoundError(f"not in {results}: {', '.join(missing)}")
-    # the source tree's state before the copy: the copied reports are the output, not a change
-    # to the tree that made them
-    source = provenance(command=command, platform=platform.platform(), cpus=os.cpu_count())
+    # the source tree's state: the reports tree is the output (Snakemake removes the old
+    # manifest before the step runs), not a change to the tree that made them
+    source = provenance(
+        outputs=(str(reports),),
+        command=command,
+        platform=platform.platform(),
+        cpus=os.cpu_count(),
+    )
     entries = []
     for name in sorted(set(files)):
         target = reports / name
