@@ -34,12 +34,9 @@ def git_commit(root: Path | None = None, outputs: tuple[str, ...] = ()) -> str:
 
 def _inside(root: Path, paths: tuple[str, ...]) -> list[str]:
     """``paths`` inside ``root``, relative to it (others cannot change its checkout)."""
-    inside = []
-    for path in paths:
-        resolved = Path(path).resolve()
-        if resolved.is_relative_to(root.resolve()):
-            inside.append(resolved.relative_to(root.resolve()).as_posix())
-    return inside
+    root = root.resolve()
+    resolved = [Path(path).resolve() for path in paths]
+    return [p.relative_to(root).as_posix() for p in resolved if p.is_relative_to(root)]
 
 
 def versions() -> dict[str, str]:

@@ -155,18 +155,19 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _members(folder: Path) -> list[Path]:
+    """What ``folder`` holds as a record's files: everything but the manifest and Snakemake's
+    marker."""
+    return sorted(p for p in folder.iterdir() if p.name not in (MANIFEST, SNAKEMAKE_MARKER))
+
+
 def file_entries(folder: Path) -> list[dict]:
     """Size and SHA-256 of every file in ``folder`` but the manifest (no subfolders)."""
     entries = []
-    for path in sorted(folder.iterdir()):
-        if path.name == SNAKEMAKE_MARKER:
-            continue
+    for path in _members(folder):
         if path.is_dir():
             raise RecordError(f"{path}: a record holds files only, not folders")
-        if path.name != MANIFEST:
-            entries.append(
-                {"path": path.name, "bytes": path.stat().st_size, "sha256": sha256(path)}
-            )
+        entries.append({"path": path.name, "bytes": path.stat().st_size, "sha256": sha256(path)})
     return entries
 
 
@@ -176,7 +177,7 @@ def problems(record: Record, known_ids: set[str], *, named: bool = True) -> list
     named by its id."""
     out = []
     listed = {f["path"]: f for f in record.manifest["files"]}
-    on_disk = {p.name for p in record.folder.iterdir()} - {MANIFEST, SNAKEMAKE_MARKER}
+    on_disk = {p.name for p in _members(record.folder)}
     for name in sorted(on_disk - listed.keys()):
         out.append(f"{record.id}: {name} is not in the manifest")
     for name, entry in sorted(listed.items()):

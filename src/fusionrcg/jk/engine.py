@@ -80,10 +80,6 @@ def _less(a, b):
     return None if a is None else a - b
 
 
-def _ndim(a) -> int:
-    return a.ndim if hasattr(a, "ndim") else np.ndim(a)
-
-
 def _is_cupy(a) -> bool:
     """Whether ``a`` is a CuPy array, subclasses included (GPU4PySCF hands over tagged
     subclasses defined outside CuPy)."""
@@ -551,13 +547,13 @@ class JK:
         array library."""
         if v is None:
             return None
-        return self._library_of(dm, v[0] if _ndim(dm) == 2 else v)
+        return self._library_of(dm, v[0] if np.ndim(dm) == 2 else v)
 
     def _like(self, dm, v):
         """``v`` (n, nao, nao) shaped like ``dm`` and of its array library."""
         if v is None:
             return None
-        return self._library_of(dm, v.reshape(np.shape(dm) if not _is_cupy(dm) else dm.shape))
+        return self._library_of(dm, v.reshape(np.shape(dm)))
 
     def _library_of(self, dm, v):
         """``v`` in ``dm``'s array library: CuPy for CuPy input, NumPy otherwise."""
