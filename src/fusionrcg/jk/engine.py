@@ -33,6 +33,7 @@ from .basis import engine_basis
 from .deriv import add_position_gradient, contract_deriv_items, scaled_weights
 from .kernels import ClassKernels, class_kernels, deriv_kernels
 from .pairs import PairTable, build_pair_table
+from .streams import DEFAULT_STREAMS, ClassStreams, HostStreams
 from .tasks import MAX_CANDIDATES, Block, DeviceScreener, HostScreener, Screen, blocks
 
 DEFAULT_TOL = 1e-13
@@ -106,7 +107,8 @@ class JK:
     divides into tasks (``tasks``) small enough to spread over many devices; by default whole
     blocks. ``omega`` (default ``mol.omega``, PySCF's convention): 0 the Coulomb operator,
     > 0 the long-range erf(omega r)/r, < 0 the short-range erfc(|omega| r)/r (the full-range
-    build less the long-range one).
+    build less the long-range one). ``streams`` (GPU): classes run concurrently on this many
+    CUDA streams (``jk.streams``); 1 runs them one after another on the caller's stream.
     """
 
     def __init__(
@@ -122,6 +124,7 @@ class JK:
         spread_items: bool = True,
         task_pairs: int | None = None,
         omega: float | None = None,
+        streams: int = DEFAULT_STREAMS,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -130,6 +133,8 @@ class JK:
             raise JKInputError(f"the screening threshold must be positive, got {tol!r}")
         if task_pairs is not None and task_pairs < 1:
             raise JKInputError(f"task_pairs must be a positive count, got {task_pairs!r}")
+        if streams < 1:
+            raise JKInputError(f"streams must be a positive count, got {streams!r}")
         omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
         if not np.isfinite(omega):
             raise JKInputError(f"omega must be finite, got {omega!r}")
@@ -144,7 +149,7 @@ class JK:
         if omega < 0.0:
             self._long_range = JK(
                 mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
-                spread_items, task_pairs, omega=-omega,
+                spread_items, task_pairs, omega=-omega, streams=streams,
             )  # fmt: skip
         self.profile = profile
         self.last_profile: BuildProfile | None = None
@@ -163,12 +168,15 @@ class JK:
             self.arrays = DeviceArrays(cupy)
             self._basis_arrays = self.executor.device_basis(self.basis)
             self.max_work = self.executor.max_work if max_work is None else max_work
-            free = cupy.cuda.Device().mem_info[0]
+            self.streams = ClassStreams(cupy, streams)
+            # each stream holds one class's buffers and screening arrays at a time
+            free = cupy.cuda.Device().mem_info[0] // self.streams.count
             self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // 8))
             self._candidates = int(min(MAX_CANDIDATES, free // 256))
             target, arch = "cuda", self.executor.arch
         else:
             self.executor = CpuExecutor(kernel_dir)
+            self.streams = HostStreams()
             self.arrays = HostArrays()
             self._basis_arrays = self.basis
             self.max_work = max_work
@@ -200,6 +208,12 @@ class JK:
                     found = blocks(bra, ket, self.max_work)
                     found = [piece for b in found for piece in b.pieces(task_pairs)]
                     self.classes.append((kernels, found))
+        if self.arrays.device:  # the shared arrays are complete before any stream reads them
+            for kernels, _ in self.classes:
+                for kernel in (kernels.store, kernels.fused):
+                    if kernel is not None:
+                        self.executor.load(kernel)
+            cupy.cuda.Device().synchronize()
         self.setup_seconds = time.perf_counter() - start
 
     @property
@@ -355,24 +369,32 @@ class JK:
         dk = self._engine_densities(dms)
         total = dk.sum(axis=0)  # the Coulomb weights' density, once for every part
         target = GradientTarget(self._seg_atom, de, j_factor, k_factor)
-        parts = self._deriv_parts(dk, bool(j_factor), bool(k_factor), Epilogue.GRAD)
-        for kernels, deriv, part in parts:
-            weights = None
-            for position, kernel in enumerate(deriv):
-                if kernel.epilogue is Epilogue.GRAD:
-                    self.executor.run_items(
-                        kernel, part, self._basis_arrays, self._deriv_data, dk, gradient=target
-                    )
-                    continue
-                if weights is None:
-                    weights = scaled_weights(
-                        self.arrays.xp, kernels.output_shape, part.quartets, part.scales,
-                        self._seg_ao, dk, total, j_factor, k_factor,
-                    )  # fmt: skip
-                grad = self._item_integrals(kernel, part, self._deriv_data)
-                add_position_gradient(
-                    self.arrays, grad, position, part.quartets, weights, self._seg_atom, de
+        screen = self._deriv_screen(dk, bool(j_factor), bool(k_factor))
+        with self.streams.build():
+            for kernels, deriv, parts in self._deriv_classes(screen, Epilogue.GRAD):
+                with self.streams.one_class():
+                    for part in parts:
+                        self._part_gradient(kernels, deriv, part, dk, total, target)
+
+    def _part_gradient(self, kernels, deriv, part, dk, total, target: GradientTarget) -> None:
+        """One part's share of the energy gradient into ``target.out``: Tier 1 derivative
+        classes through their gradient epilogue, Tier 2 ones from their stored integrals."""
+        weights = None
+        for position, kernel in enumerate(deriv):
+            if kernel.epilogue is Epilogue.GRAD:
+                self.executor.run_items(
+                    kernel, part, self._basis_arrays, self._deriv_data, dk, gradient=target
                 )
+                continue
+            if weights is None:
+                weights = scaled_weights(
+                    self.arrays.xp, kernels.output_shape, part.quartets, part.scales,
+                    self._seg_ao, dk, total, target.j_factor, target.k_factor,
+                )  # fmt: skip
+            grad = self._item_integrals(kernel, part, self._deriv_data)
+            add_position_gradient(
+                self.arrays, grad, position, part.quartets, weights, self._seg_atom, target.out
+            )
 
     @contextmanager
     def _memory_errors(self, dm, what: str):
@@ -425,12 +447,16 @@ class JK:
             work = iter(self.classes)
         else:
             work = ((self.classes[k][0], [block]) for k, block in self._drawn(tasks))
-        for kernels, class_blocks in work:
-            for block, items in self._screener.class_items(self.pairs, class_blocks, screen):
-                tick("screening")
-                if prof is not None:
-                    self._count(prof, kernels, items, block.items_per_quartet)
-                self._run(kernels, items, dk, vj, vk, tick)
+        with self.streams.build():
+            for kernels, class_blocks in work:
+                with self.streams.one_class():
+                    for block, items in self._screener.class_items(
+                        self.pairs, class_blocks, screen
+                    ):
+                        tick("screening")
+                        if prof is not None:
+                            self._count(prof, kernels, items, block.items_per_quartet)
+                        self._run(kernels, items, dk, vj, vk, tick)
         if vj is not None:
             vj = vj[:n] + vj[:n].transpose(0, 2, 1)
         if vk is not None:
@@ -447,20 +473,29 @@ class JK:
         c = self._contraction
         return self.arrays.xp.ascontiguousarray(dms if c is None else c @ dms @ c.T)
 
-    def _deriv_parts(self, dk, with_j: bool, with_k: bool, epilogue: Epilogue):
-        """(class kernels, derivative kernels on A, B, C, item batch) of every screened item
-        of the build, in parts whose buffers fit the budget."""
+    def _deriv_screen(self, dk, with_j: bool, with_k: bool) -> Screen:
+        """The screening of a derivative build of ``dk``, with the pairs' derivative data made
+        (both on the caller's stream, before the classes' streams start)."""
         blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
-        screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
         if self._deriv_data is None:
             self._deriv_data = self.pairs.deriv_data(self.arrays.xp)
+        return Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
+
+    def _deriv_classes(self, screen: Screen, epilogue: Epilogue):
+        """(class kernels, derivative kernels on A, B, C, parts) of every class: its screened
+        items in parts whose buffers fit the budget, screened as they are drawn."""
         for kernels, class_blocks in self.classes:
             deriv = self.deriv_kernels(kernels.cls, epilogue)
+            for kernel in deriv:
+                self.executor.load(kernel)
             # three derivative outputs, their scaled copies, the fourth centre's and weights
             per_item = 8 * (8 * deriv[0].n_outputs + max(k.global_slots for k in deriv))
-            for _, items in self._screener.class_items(self.pairs, class_blocks, screen):
-                for part in items.parts(per_item, self._buffer_budget):
-                    yield kernels, deriv, part
+            parts = (
+                part
+                for _, items in self._screener.class_items(self.pairs, class_blocks, screen)
+                for part in items.parts(per_item, self._buffer_budget)
+            )
+            yield kernels, deriv, parts
 
     def _deriv_build(self, dms, with_j: bool, with_k: bool):
         """(vj, vk) (n, 3, nao, nao) of the backend over the molecule's AOs, for the checked
@@ -470,12 +505,16 @@ class JK:
         shape = (dk.shape[0], 3, self.basis.nao, self.basis.nao)
         vj = xp.zeros(shape) if with_j else None
         vk = xp.zeros(shape) if with_k else None
-        for kernels, deriv, part in self._deriv_parts(dk, with_j, with_k, Epilogue.STORE):
-            grads = [self._item_integrals(k, part, self._deriv_data) for k in deriv]
-            contract_deriv_items(
-                self.arrays, kernels.output_shape, grads, part.quartets, part.scales,
-                self._seg_ao, dk, vj, vk,
-            )  # fmt: skip
+        screen = self._deriv_screen(dk, with_j, with_k)
+        with self.streams.build():
+            for kernels, deriv, parts in self._deriv_classes(screen, Epilogue.STORE):
+                with self.streams.one_class():
+                    for part in parts:
+                        grads = [self._item_integrals(k, part, self._deriv_data) for k in deriv]
+                        contract_deriv_items(
+                            self.arrays, kernels.output_shape, grads, part.quartets,
+                            part.scales, self._seg_ao, dk, vj, vk,
+                        )  # fmt: skip
         c = self._contraction
         if c is not None:  # back to the molecule's AOs: J = C^T J' C
             vj = None if vj is None else c.T @ vj @ c

@@ -344,7 +344,7 @@ class GpuExecutor:
         self._table = self.cp.asarray(boys_table())
         self._bases: dict[int, DeviceBasis] = {}
         self._programs: dict[tuple, tuple] = {}
-        self._qpair = self.cp.zeros(0, dtype=self.cp.int32)
+        self._qpair: dict[int, object] = {}  # per stream (``_item_pairs``)
 
     def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
         key = id(basis)
@@ -413,16 +413,28 @@ class GpuExecutor:
 
     def _item_pairs(self, n: int):
         """qpair for ``n`` items whose ranges are (bra, ket) pairs: item q reads 2q and 2q+1
-        (one device array kept and grown, not made per launch)."""
-        if self._qpair.shape[0] < 2 * n:
-            self._qpair = self.cp.arange(max(4 * n, 1 << 20), dtype=self.cp.int32)
-        return self._qpair[: 2 * n]
+        (a device array per stream, kept and grown, not made per launch; grown and freed only
+        on the stream that reads it)."""
+        stream = self.cp.cuda.get_current_stream().ptr
+        qpair = self._qpair.get(stream)
+        if qpair is None or qpair.shape[0] < 2 * n:
+            qpair = self.cp.arange(max(4 * n, 1 << 20), dtype=self.cp.int32)
+            self._qpair[stream] = qpair
+        return qpair[: 2 * n]
+
+    def load(self, kernel: LibraryKernel) -> None:
+        """Loads ``kernel``'s module and copies its Tier 2 program to the device, waiting for
+        the copy: a loaded kernel can then be launched from any stream."""
+        _function(kernel.binary, kernel.name)
+        self._device_program(kernel)
 
     def _device_program(self, kernel: LibraryKernel) -> tuple:
         key = (kernel.binary, kernel.name)
         if key not in self._programs:
             *prog, p2_len = _program(kernel)
-            self._programs[key] = (*(self.cp.asarray(a) for a in prog), np.int32(p2_len))
+            arrays = tuple(self.cp.asarray(a) for a in prog)
+            self.cp.cuda.get_current_stream().synchronize()  # other streams will read them
+            self._programs[key] = (*arrays, np.int32(p2_len))
         return self._programs[key]
 
     def run_items(

@@ -114,6 +114,10 @@ class CpuExecutor:
     def kernel(self, cls: QuartetClass, variant: Variant, spherical: bool, epilogue=Epilogue.STORE):
         return get_kernel(cls, variant, spherical, epilogue, "cpp", directory=self.kernel_dir)
 
+    def load(self, kernel: LibraryKernel) -> None:
+        """Loads ``kernel``'s shared library ahead of its first run."""
+        _cpu_function(kernel.binary, kernel.name)
+
     def _run(self, kernel: LibraryKernel, quartets, basis, scales=None, dm=None):
         fn = _cpu_function(kernel.binary, kernel.name)
         quartets = np.ascontiguousarray(quartets, dtype=np.int32)

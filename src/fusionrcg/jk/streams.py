@@ -1,0 +1,96 @@
+"""Concurrent classes: each canonical class of a build screened and run on one of several CUDA
+streams, so that classes which cannot fill the device overlap.
+
+A class of high angular momentum has few quartets (tens to thousands for (gg|gg) in cc-pVQZ)
+and one thread per item; alone on the device it runs at the latency of one long thread. The
+screening of a class also waits on the host twice (the room its items need, how many were
+written). On several streams these overlap the other classes' kernels.
+
+Contract: everything one class allocates, launches and frees happens on its stream, so CuPy's
+per-stream memory pool never hands a buffer still read by one stream to another. What the
+classes share (the densities, the screening blocks, J and K, the gradient) is made on the
+caller's stream before the build and read or updated atomically by the classes; ``build``
+orders the streams after the caller's work and the caller's stream after the streams' work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+DEFAULT_STREAMS = 8
+"""Streams of a GPU engine: enough for the long classes of a large basis to overlap."""
+
+
+class ClassStreams:
+    """A pool of ``count`` non-blocking streams of ``cupy``; ``count`` 1 runs every class on
+    the caller's stream, in order."""
+
+    def __init__(self, cupy: Any, count: int = DEFAULT_STREAMS) -> None:
+        if count < 1:
+            raise ValueError(f"streams must be a positive count, got {count!r}")
+        self._cp = cupy
+        self._streams = (
+            [cupy.cuda.Stream(non_blocking=True) for _ in range(count)] if count > 1 else []
+        )
+        self._last: list[Any] = [None] * len(self._streams)
+        self._next = 0
+
+    @property
+    def count(self) -> int:
+        return max(1, len(self._streams))
+
+    @contextmanager
+    def build(self) -> Iterator[None]:
+        """One build: the streams start after the caller's stream's work so far, and the
+        caller's stream continues after all of theirs (also when the build raises)."""
+        if not self._streams:
+            yield
+            return
+        caller = self._cp.cuda.get_current_stream()
+        ready = caller.record()
+        for stream in self._streams:
+            stream.wait_event(ready)
+        try:
+            yield
+        finally:
+            for stream in self._streams:
+                caller.wait_event(stream.record())
+
+    def _pick(self) -> int:
+        """An idle stream (its last class done) if there is one, else the next in turn."""
+        n = len(self._streams)
+        for k in range(n):
+            i = (self._next + k) % n
+            last = self._last[i]
+            if last is None or last.done:
+                break
+        else:
+            i = self._next
+        self._next = (i + 1) % n
+        return i
+
+    @contextmanager
+    def one_class(self) -> Iterator[None]:
+        """The stream one class's screening and kernels run on (current inside the block)."""
+        if not self._streams:
+            yield
+            return
+        i = self._pick()
+        stream = self._streams[i]
+        with stream:
+            yield
+        self._last[i] = stream.record()
+
+
+class HostStreams:
+    """The CPU backend's stand-in: one host, classes in order."""
+
+    count = 1
+
+    def build(self):
+        return nullcontext()
+
+    def one_class(self):
+        return nullcontext()

@@ -1,0 +1,134 @@
+"""The J/K engine's class streams (``fusionrcg.jk.streams``): the ordering contract with a
+stand-in for CuPy's streams and events (no GPU needed), and on a GPU the same J and K from one
+stream as from several."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fusionrcg.jk.streams import ClassStreams
+
+
+class _Event:
+    def __init__(self, log: list, stream: _Stream) -> None:
+        self.stream = stream
+        self.done = False
+        log.append(("record", stream.name))
+
+
+class _Stream:
+    current: list[_Stream] = []
+
+    def __init__(self, log: list, name: str) -> None:
+        self.log = log
+        self.name = name
+
+    def record(self) -> _Event:
+        return _Event(self.log, self)
+
+    def wait_event(self, event: _Event) -> None:
+        self.log.append(("wait", self.name, event.stream.name))
+
+    def __enter__(self):
+        _Stream.current.append(self)
+        self.log.append(("enter", self.name))
+
+    def __exit__(self, *exc):
+        _Stream.current.pop()
+        self.log.append(("exit", self.name))
+
+
+class _FakeCupy:
+    """CuPy's stream API as far as ``ClassStreams`` uses it, logging each call."""
+
+    def __init__(self) -> None:
+        self.log: list = []
+        self.caller = _Stream(self.log, "caller")
+        made = iter(range(100))
+        log = self.log
+
+        class cuda:
+            @staticmethod
+            def Stream(non_blocking: bool):
+                assert non_blocking  # the legacy default stream must not serialize them
+                return _Stream(log, f"s{next(made)}")
+
+            @staticmethod
+            def get_current_stream():
+                return _Stream.current[-1] if _Stream.current else self.caller
+
+        self.cuda = cuda
+
+
+def test_streams_start_after_and_end_before_the_callers_work():
+    cp = _FakeCupy()
+    pool = ClassStreams(cp, 3)
+    with pool.build():
+        assert [e for e in cp.log if e[0] == "wait"] == [
+            ("wait", f"s{i}", "caller") for i in range(3)
+        ]
+        cp.log.clear()
+        for _ in range(4):
+            with pool.one_class():
+                assert cp.cuda.get_current_stream().name.startswith("s")
+    assert cp.cuda.get_current_stream() is cp.caller
+    waits = [e for e in cp.log if e[0] == "wait"]
+    assert waits == [("wait", "caller", f"s{i}") for i in range(3)]
+
+
+def test_classes_go_to_idle_streams_first():
+    cp = _FakeCupy()
+    pool = ClassStreams(cp, 3)
+    used = []
+    with pool.build():
+        for _ in range(3):
+            with pool.one_class():
+                used.append(cp.cuda.get_current_stream().name)
+        pool._last[1].done = True  # only s1 has finished its class
+        with pool.one_class():
+            used.append(cp.cuda.get_current_stream().name)
+        with pool.one_class():  # none idle: the next in turn
+            used.append(cp.cuda.get_current_stream().name)
+    assert used == ["s0", "s1", "s2", "s1", "s2"]
+
+
+def test_one_stream_runs_on_the_callers_stream():
+    cp = _FakeCupy()
+    pool = ClassStreams(cp, 1)
+    with pool.build(), pool.one_class():
+        assert cp.cuda.get_current_stream() is cp.caller
+    assert cp.log == []
+
+
+def test_an_error_in_a_class_still_orders_the_caller_after_the_streams():
+    cp = _FakeCupy()
+    pool = ClassStreams(cp, 2)
+    with pytest.raises(RuntimeError), pool.build(), pool.one_class():
+        raise RuntimeError("kernel failed")
+    assert ("wait", "caller", "s0") in cp.log and ("wait", "caller", "s1") in cp.log
+    assert cp.cuda.get_current_stream() is cp.caller
+
+
+def test_stream_count_must_be_positive():
+    with pytest.raises(ValueError, match="positive"):
+        ClassStreams(_FakeCupy(), 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_one_stream_and_several_give_the_same_jk(get_molecule, gpu_present):
+    """cc-pVQZ (every class up to (gg|gg)): the classes overlapping on eight streams add the
+    same J and K as one after another (1e-11: atomics add in another order)."""
+    if not gpu_present:
+        pytest.skip("needs a CUDA GPU")
+    from pyscf import scf
+
+    from fusionrcg.jk import JK
+
+    mol = get_molecule("water_clusters/002", "cc-pvqz")
+    dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
+    one = JK(mol, backend="gpu", tol=1e-14, streams=1).get_jk(dm)
+    several = JK(mol, backend="gpu", tol=1e-14, streams=8).get_jk(dm)
+    for a, b in zip(one, several):
+        assert np.abs(a - b).max() <= 1e-11
