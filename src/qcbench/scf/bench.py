@@ -244,6 +244,7 @@ ENGINE_OPTIONS = {
     "decontract": {"decontract": True},
     "written order": {"spread_items": False},
     "max_work 256": {"max_work": 256},
+    "one stream": {"streams": 1},
 }
 """The engine's own choices, each set the other way, timed on the converged density."""
 
