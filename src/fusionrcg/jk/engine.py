@@ -71,6 +71,18 @@ class JKTask:
     cost: float
 
 
+def _longest_item_flops(kernels: ClassKernels, class_blocks: list[Block]) -> float:
+    """Graph FLOPs of the class's longest work item (its primitive loop and HRR): what one
+    thread of the class runs, so the class's least time however few its quartets."""
+    f = kernels.store.flops
+    rows = max(
+        (b.bra_size if b.bra_chunks > 1 else b.bra.rows)
+        * (b.ket_size if b.ket_chunks > 1 else b.ket.rows)
+        for b in class_blocks
+    )
+    return (f.vrr_per_primitive + f.accumulate_per_primitive) * rows + f.hrr_per_contracted
+
+
 def _out_of_memory(exc: BaseException) -> bool:
     cupy = sys.modules.get("cupy")
     return cupy is not None and isinstance(exc, cupy.cuda.memory.OutOfMemoryError)
@@ -208,6 +220,9 @@ class JK:
                     found = blocks(bra, ket, self.max_work)
                     found = [piece for b in found for piece in b.pieces(task_pairs)]
                     self.classes.append((kernels, found))
+        # the classes of the longest items first: on several streams their latency overlaps
+        # the many short items of the low classes instead of ending the build
+        self.classes.sort(key=lambda c: -_longest_item_flops(*c))
         if self.arrays.device:  # the shared arrays are complete before any stream reads them
             for kernels, _ in self.classes:
                 for kernel in (kernels.store, kernels.fused):
