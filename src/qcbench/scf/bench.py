@@ -242,8 +242,8 @@ def _scf_system(args, name: str, basis: str, peak: float) -> dict:
 
 ENGINE_OPTIONS = {
     "decontract": {"decontract": True},
-    "written order": {"spread_items": False},
-    "max_work 256": {"max_work": 256},
+    "spread order": {"spread_items": True},
+    "max_work 64": {"max_work": 64},
     "one stream": {"streams": 1},
 }
 """The engine's own choices, each set the other way, timed on the converged density."""
