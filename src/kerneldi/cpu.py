@@ -82,9 +82,17 @@ class _Pairs:
     """Eq. 17 on one chunk: which block pairs pass at which grid blocks, which of the operand's
     tiles take part in the chunk product, and the (grid block, pair) triples to correct."""
 
-    def __init__(self, candidate: np.ndarray, passing: np.ndarray, xp=np):
+    def __init__(self, candidate: np.ndarray, passing: np.ndarray, xp=np, per_chunk=False):
         # candidate, passing: (grid block, output tile, input tile); a candidate has both
-        # blocks kept at the grid block (elsewhere the product is zero in the operand)
+        # blocks kept at the grid block (elsewhere the product is zero in the operand).
+        # per_chunk: a pair runs over the whole chunk where it passes at any of its grid
+        # blocks (a superset of the per-block decisions, so no corrections)
+        if per_chunk:
+            self.tiles = passing.any(axis=0)
+            self.executed = int((candidate & self.tiles[None]).sum())
+            self.g = self.out = self.inp = xp.zeros(0, dtype=np.int64)
+            self.sign = xp.zeros(0)
+            return
         self.executed = int(passing.sum())
         npass, ncand = passing.sum(axis=0), candidate.sum(axis=0)
         self.tiles = 2 * npass >= ncand  # in the chunk product: passes at most candidates
@@ -525,7 +533,7 @@ class _Potential:
         return out
 
 
-def gradient_chunk(ao, w, kept, xctype: str, t_d: float, xp) -> tuple:
+def gradient_chunk(ao, w, kept, xctype: str, t_d: float, xp, per_chunk: bool = False) -> tuple:
     """V_k (3, n, n) of one chunk and the (grid block, pair) products executed (times 3).
 
     ``ao``: (n = nb d functions, comp, ng d points), zero on tiles not kept; ``w``: the
@@ -534,7 +542,9 @@ def gradient_chunk(ao, w, kept, xctype: str, t_d: float, xp) -> tuple:
     max|L_p| max|R_r| >= t_d (maxima over k, c and the block's points), for the three k
     together. The left operand's rows are grouped (basis block, k, function): one product per
     chunk gives all three, one small product per corrected (grid block, pair) (``_Pairs``).
-    ``xp``: NumPy or CuPy."""
+    ``per_chunk``: Eq. 17 decided per chunk instead (a pair passing at any grid block of the
+    chunk runs over all of it; no corrections: the device's large chunks, where correcting
+    tile by tile would gather more than the product). ``xp``: NumPy or CuPy."""
     ng, nb = kept.shape
     n = ao.shape[0]
     d = n // nb
@@ -545,7 +555,7 @@ def gradient_chunk(ao, w, kept, xctype: str, t_d: float, xp) -> tuple:
     rmax = xp.abs(right).reshape(nb, d * m, ng, d).max(axis=(1, 3)).T
     candidate = kept[:, :, None] & kept[:, None, :]
     passing = candidate & (lmax[:, :, None] * rmax[:, None, :] >= t_d)
-    pairs = _Pairs(candidate, passing, xp)
+    pairs = _Pairs(candidate, passing, xp, per_chunk)
     lrows = xp.ascontiguousarray(left).reshape(3 * n, -1)
     f = (lrows @ right.reshape(n, -1).T).reshape(nb, 3 * d, nb, d)
     f *= pairs.tiles[:, None, :, None]

@@ -166,3 +166,40 @@ def test_block_engine_sums_exactly_the_kept_pairs(case, xc, deriv, t_d, form):
     ref = np.empty_like(vmat)
     ref[np.ix_(lay.basis_perm, lay.basis_perm)] = fl[: lay.nao, : lay.nao]
     assert np.abs(vmat - ref).max() <= 1e-13 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("xctype", ["LDA", "GGA", "MGGA"])
+def test_per_chunk_pairs_run_a_superset_of_the_per_block_pairs(xctype):
+    """``gradient_chunk(per_chunk=True)`` (the device's large chunks): a pair passing at any
+    grid block of the chunk runs over all of it, so it executes at least the per-block pairs,
+    and its V differs from the per-block V by exactly the pairs it adds, computed here
+    directly (agreement to 1e-12)."""
+    from kerneldi.integrate import NCOMP, gradient_operands
+
+    rng = np.random.default_rng(3)
+    nb, ng, m = 3, 4, {"LDA": 1, "GGA": 2, "MGGA": 5}[xctype]
+    comp = NCOMP[AO_DERIV[xctype] + 1]
+    ao = rng.standard_normal((nb * D, comp, ng * D))
+    kept = rng.random((ng, nb)) < 0.8
+    ao *= np.repeat(np.repeat(kept.T, D, axis=0), D, axis=1)[:, None, :]
+    w = rng.standard_normal((NVAR[xctype], ng * D)) * np.repeat(rng.random(ng) ** 6, D)
+    left, right = gradient_operands(ao, w, xctype, np)
+    lt = left.reshape(3, nb, D, m, ng, D)
+    rt = right.reshape(nb, D, m, ng, D)
+    lmax = np.abs(lt).max(axis=(0, 2, 3, 5)).T  # (grid block, block)
+    rmax = np.abs(rt).max(axis=(1, 2, 4)).T
+    candidate = kept[:, :, None] & kept[:, None, :]
+    bound = lmax[:, :, None] * rmax[:, None, :]
+    # the median bound: the grid blocks of the chunk disagree about many pairs
+    t_d = float(np.median(bound[candidate]))
+    block, n_block = cpu.gradient_chunk(ao, w, kept, xctype, t_d, np)
+    chunk, n_chunk = cpu.gradient_chunk(ao, w, kept, xctype, t_d, np, per_chunk=True)
+    assert n_chunk >= n_block
+    # the pairs a grid block drops but the chunk runs, summed directly
+    passing = candidate & (bound >= t_d)
+    added = candidate & passing.any(axis=0)[None] & ~passing
+    assert added.any()
+    extra = np.zeros((3, nb, D, nb, D))
+    for g, o, i in zip(*np.nonzero(added)):
+        extra[:, o, :, i, :] += np.einsum("kacp,bcp->kab", lt[:, o, :, :, g], rt[i, :, :, g])
+    assert np.abs(chunk - block - extra.reshape(3, nb * D, nb * D)).max() <= 1e-12

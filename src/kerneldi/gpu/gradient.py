@@ -2,11 +2,13 @@
 
 ``GPUGradientEngine`` holds AO values and derivatives one order above the energy's (GPU4PySCF's
 evaluator on a GPU, PySCF's on the host device of the tests) in the layout of the energy
-engine (Morton grid blocks, basis order) and keeps, per chunk of ``CHUNK_BLOCKS`` grid blocks,
-the basis blocks any of its grid blocks keeps at t_b (Eq. 12 over every component the gradient
-multiplies). The gradient products are ``cpu.gradient_chunk`` on the device: one cuBLAS
-product per chunk over its kept blocks, Eq. 17's pair decisions per grid block, the corrected
-(grid block, pair) tiles as one batched product and a scatter-add. The densities are
+engine (Morton grid blocks, basis order) and keeps, per chunk of grid blocks, the basis blocks
+any of its grid blocks keeps at t_b (Eq. 12 over every component the gradient multiplies).
+A chunk holds as many grid blocks as keep its AO values within ``CHUNK_BYTES`` (at least
+``cpu.CHUNK_BLOCKS``, at most ``MAX_CHUNK_BLOCKS``): few large cuBLAS products instead of
+thousands of small launches. The gradient products are ``cpu.gradient_chunk`` on the device:
+one cuBLAS product per chunk over its kept blocks, Eq. 17's pair decisions per chunk (a pair
+runs over the chunk where it passes at any of its grid blocks). The densities are
 R = D Phi per chunk over the kept blocks, the D tiles below t_b left out (no t_d pair rule
 there). ``dense=True`` keeps every block and pair: the dense cuBLAS baseline on the same path.
 The engine is device-generic (``device.xp``); custom kernels are not needed for this first
@@ -25,6 +27,12 @@ from ..cpu import CHUNK_BLOCKS, _ranges, gradient_chunk
 from ..integrate import NCOMP, NVAR
 from ..layout import Layout
 from ..settings import Settings
+
+CHUNK_BYTES = 256 * 1024**2
+"""AO values (all components, the whole padded basis) of one chunk's points at most; the
+products' operands and results take a few times this."""
+
+MAX_CHUNK_BLOCKS = 1024
 
 
 @dataclass
@@ -63,11 +71,14 @@ class GPUGradientEngine:
         self.coords = xp.asarray(layout.coords)
         self.weights = xp.asarray(layout.weights)
         self.chunks: list[DeviceChunk] = []
-        budget = settings.gpu_memory_fraction * device.free_bytes()
+        per_block = layout.nao_pad * self.ncomp * layout.d * 8
+        self.chunk_blocks = int(np.clip(CHUNK_BYTES // per_block, CHUNK_BLOCKS, MAX_CHUNK_BLOCKS))
+        # the cache leaves room for a chunk's operands, products and their temporaries
+        budget = settings.gpu_memory_fraction * device.free_bytes() - 8 * CHUNK_BYTES
         if settings.ao_cache == "never":
             budget = 0.0
         held, rows_b, cols_b = 0.0, [], []
-        for g0, g1 in _ranges(layout.ngb, CHUNK_BLOCKS):
+        for g0, g1 in _ranges(layout.ngb, self.chunk_blocks):
             ao = self._evaluate(g0, g1)
             chunk, ao = self._chunk(g0, g1, ao)
             g, p = np.nonzero(_host(chunk.kept))
@@ -161,7 +172,13 @@ class GPUGradientEngine:
             if not len(chunk.basis):
                 continue
             part, n = gradient_chunk(
-                self._ao(chunk), w[:, self._points(chunk)], chunk.kept, xctype, self.t_d, xp
+                self._ao(chunk),
+                w[:, self._points(chunk)],
+                chunk.kept,
+                xctype,
+                self.t_d,
+                xp,
+                per_chunk=True,
             )
             executed += n
             pos = chunk.positions
