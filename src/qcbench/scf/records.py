@@ -31,13 +31,15 @@ def scf_keys(record: Record) -> set[tuple]:
 
 
 def read_rows(roots: Iterable[str | Path]) -> tuple[list[dict], list[str]]:
-    """The rows of every ``jk-scf`` record under ``roots`` and the ids of the records they came
-    from: records in supersedes order, a later row of a measurement replacing an earlier one."""
+    """The rows of every ``jk-scf`` record under ``roots`` (each with its record's id and GPU)
+    and the ids of the records they came from: records in supersedes order, a later row of a
+    measurement replacing an earlier one."""
     found: dict[tuple, dict] = {}
     source: dict[tuple, str] = {}
     records: Sequence[Record] = ordered(discover(roots, KIND))
     for record in records:
         for row in read_jsonl(record.file(ROWS)):
-            found[row_key(row)] = {**row, "record": record.id}
+            gpu = record.manifest.get("device", {}).get("gpu", "")
+            found[row_key(row)] = {**row, "record": record.id, "gpu": gpu}
             source[row_key(row)] = record.id
     return list(found.values()), sorted(set(source.values()))

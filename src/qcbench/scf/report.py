@@ -32,6 +32,7 @@ def iteration_table(records: list[dict]) -> pd.DataFrame:
             {
                 "molecule": r["molecule"],
                 "basis": r["basis"],
+                "GPU": r.get("gpu", ""),
                 "atoms": r["natm"],
                 "AOs": r["nao"],
                 "cycles (GPU4PySCF / ours)": f"{b['cycles']} / {o['cycles']}",
@@ -58,6 +59,7 @@ def jk_table(records: list[dict]) -> pd.DataFrame:
                 {
                     "molecule": r["molecule"],
                     "basis": r["basis"],
+                    "GPU": r.get("gpu", ""),
                     "AOs": r["nao"],
                     "density": density,
                     "GPU4PySCF get_j+get_k s": t["baseline_get_j_get_k_s"],
@@ -84,6 +86,7 @@ def options_table(records: list[dict]) -> pd.DataFrame:
                 {
                     "molecule": r["molecule"],
                     "basis": r["basis"],
+                    "GPU": r.get("gpu", ""),
                     "option": name,
                     "default s": base,
                     "option s": t["converged_s"],
@@ -103,6 +106,7 @@ def class_table(records: list[dict]) -> pd.DataFrame:
                 {
                     "molecule": r["molecule"],
                     "basis": r["basis"],
+                    "GPU": r.get("gpu", ""),
                     "class": c["class"],
                     "quartets": c["quartets"],
                     "GFLOP": c["flops"] / 1e9,
@@ -125,6 +129,7 @@ def phase_table(records: list[dict]) -> pd.DataFrame:
             {
                 "molecule": r["molecule"],
                 "basis": r["basis"],
+                "GPU": r.get("gpu", ""),
                 "build s (profiled)": total,
                 **{f"{k} %": 100 * v / total for k, v in phases.items()},
             }
@@ -204,6 +209,7 @@ def dft_table(records: list[dict]) -> pd.DataFrame:
             {
                 "molecule": r["molecule"],
                 "basis": r["basis"],
+                "GPU": r.get("gpu", ""),
                 "xc": r["method"],
                 "atoms": r["natm"],
                 "AOs": r["nao"],
@@ -286,6 +292,7 @@ def gradient_table(records: list[dict]) -> pd.DataFrame:
             {
                 "molecule": r["molecule"],
                 "basis": r["basis"],
+                "GPU": r.get("gpu", ""),
                 "method": r["method"],
                 "atoms": r["natm"],
                 "AOs": r["nao"],
