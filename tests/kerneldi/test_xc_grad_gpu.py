@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pyscf import dft
+from pyscf import dft, gto
 from pyscf.grad import rks as rks_grad
 from pyscf.grad import uks as uks_grad
 from xc_cases import system
@@ -25,11 +25,12 @@ CLOSED = ("water_clusters/002", "def2-svp", 0)
 OPEN = ("water_clusters/002", "def2-svp", 0, 1, 1)
 
 
-def _host_engine(mol, grids, xctype: str, dense: bool = False, **options):
+def _host_engine(mol, grids, xctype: str, dense: bool = False, chunk_bytes=None, **options):
     settings = kerneldi.Settings(block_size=8, **options)
     layout = make_layout(mol, grids.coords, grids.weights, grids.atm_idx, settings)
     deriv = integrate.AO_DERIV[xctype] + 1
-    return GPUGradientEngine(mol, layout, settings, deriv, EmulatedDevice(), dense)
+    extra = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+    return GPUGradientEngine(mol, layout, settings, deriv, EmulatedDevice(), dense, **extra)
 
 
 @pytest.mark.parametrize("dense", [False, True], ids=["block", "dense"])
@@ -53,6 +54,27 @@ def test_device_engine_on_host_unrestricted_uncached():
     _, _, (va, vb) = integrate.uks(eng, ni, "m062x", "MGGA", dm[0], dm[1], (None, None), "gradient")
     _, v0 = uks_grad.get_vxc(dft.numint.NumInt(), mol, grids, "m062x", dm)
     assert np.abs(-np.stack([va, vb]) - v0).max() <= GRAD_TOL
+
+
+@pytest.mark.parametrize("xc,xctype", [("pbe", "GGA"), ("m062x", "MGGA")])
+def test_uncached_chunks_evaluate_only_their_kept_shells(xc, xctype):
+    """Two waters 12 Angstrom apart in small chunks: a chunk near one water keeps only that
+    water's blocks, and re-evaluated (no AO cache) on those shells alone it gives PySCF's V."""
+    mol = gto.M(
+        atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59; O 12 0 0; H 12 0.76 0.59; H 12 -0.76 0.59",
+        basis="def2-svp",
+    )
+    grids = dft.gen_grid.Grids(mol)
+    grids.level = 0
+    grids.build()
+    dm = dft.RKS(mol).get_init_guess(key="huckel")
+    eng = _host_engine(mol, grids, xctype, ao_cache="never", chunk_bytes=1)
+    assert not eng.cached
+    assert any(len(c.basis) <= eng.layout.nbb // 2 for c in eng.chunks)
+    _, _, v = integrate.rks(eng, kerneldi.NumInt(backend="cpu"), xc, xctype, dm, None, "gradient")
+    assert all(c.subset is not None for c in eng.chunks if len(c.basis))
+    _, v0 = rks_grad.get_vxc(dft.numint.NumInt(), mol, grids, xc, dm)
+    assert np.abs(-v - v0).max() <= GRAD_TOL
 
 
 class HostDeviceNumInt(kerneldi.CPUNumInt):

@@ -39,7 +39,9 @@ MAX_CHUNK_BLOCKS = 1024
 class DeviceChunk:
     """Grid blocks [g0, g1), the basis blocks any of them keeps (host, ascending), their
     layout positions (device) and which each grid block keeps (device, (grid block, block));
-    ``ao``: the chunk's operand (functions, comp, points) when cached."""
+    ``ao``: the chunk's operand (functions, comp, points) when cached; ``subset`` and
+    ``subset_rows``: the evaluator's shells of the kept blocks and, per layout position of the
+    chunk, its row in their output (-1 on the padding), made on the first evaluation anew."""
 
     g0: int
     g1: int
@@ -47,6 +49,8 @@ class DeviceChunk:
     positions: object
     kept: object
     ao: object = None
+    subset: object = None
+    subset_rows: object = None
 
 
 class GPUGradientEngine:
@@ -55,8 +59,9 @@ class GPUGradientEngine:
     name = "kerneldi-gpu-gradient"
 
     def __init__(
-        self, mol, layout: Layout, settings: Settings, deriv: int, device, dense: bool = False
-    ):
+        self, mol, layout: Layout, settings: Settings, deriv: int, device, dense: bool = False,
+        chunk_bytes: int = CHUNK_BYTES,
+    ):  # fmt: skip
         t0 = time.perf_counter()
         xp = self.xp = device.xp
         self.mol, self.layout, self.settings, self.deriv = mol, layout, settings, deriv
@@ -65,16 +70,18 @@ class GPUGradientEngine:
         self.t_b = 0.0 if dense else settings.t_b
         self.t_d = 0.0 if dense else settings.t_d
         self.evaluator = device.ao_evaluator(mol)
-        rows = self.evaluator.rows(layout.basis_perm)
-        self.rows = xp.asarray(np.asarray(rows, dtype=np.int64))
+        rows = np.asarray(self.evaluator.rows(layout.basis_perm), dtype=np.int64)
+        self.rows = xp.asarray(rows)
+        # the evaluator row of every layout position, -1 on the padding
+        self.rows_host = np.concatenate([rows, np.full(layout.nao_pad - layout.nao, -1)])
         self.perm = xp.asarray(layout.basis_perm)
         self.coords = xp.asarray(layout.coords)
         self.weights = xp.asarray(layout.weights)
         self.chunks: list[DeviceChunk] = []
         per_block = layout.nao_pad * self.ncomp * layout.d * 8
-        self.chunk_blocks = int(np.clip(CHUNK_BYTES // per_block, CHUNK_BLOCKS, MAX_CHUNK_BLOCKS))
+        self.chunk_blocks = int(np.clip(chunk_bytes // per_block, CHUNK_BLOCKS, MAX_CHUNK_BLOCKS))
         # the cache leaves room for a chunk's operands, products and their temporaries
-        budget = settings.gpu_memory_fraction * device.free_bytes() - 8 * CHUNK_BYTES
+        budget = settings.gpu_memory_fraction * device.free_bytes() - 8 * chunk_bytes
         if settings.ao_cache == "never":
             budget = 0.0
         held, rows_b, cols_b = 0.0, [], []
@@ -117,15 +124,35 @@ class GPUGradientEngine:
         positions = (basis[:, None] * d + np.arange(d)).ravel()
         kept = kept[:, xp.asarray(basis)]
         pos = xp.asarray(positions)
-        sub = ao[pos].reshape(len(basis), d, self.ncomp, ng, d)
-        sub = sub * kept.T[:, None, None, :, None]
         chunk = DeviceChunk(g0, g1, basis, pos, kept)
-        return chunk, sub.reshape(len(positions), self.ncomp, ng * d)
+        return chunk, self._kept_tiles(chunk, ao[pos])
+
+    def _kept_tiles(self, chunk: DeviceChunk, ao):
+        """``ao`` (the chunk's positions, comp, points) with the tiles its grid blocks do not
+        keep set to zero."""
+        d, ng = self.layout.d, chunk.g1 - chunk.g0
+        sub = ao.reshape(len(chunk.basis), d, self.ncomp, ng, d)
+        sub = sub * chunk.kept.T[:, None, None, :, None]
+        return sub.reshape(len(chunk.basis) * d, self.ncomp, ng * d)
 
     def _ao(self, chunk: DeviceChunk):
+        """The chunk's operand: cached, or evaluated anew on the shells of its kept blocks only
+        (in a large molecule a small part of the basis)."""
         if chunk.ao is not None:
             return chunk.ao
-        return self._chunk(chunk.g0, chunk.g1, self._evaluate(chunk.g0, chunk.g1))[1]
+        xp, lay, d = self.xp, self.layout, self.layout.d
+        if chunk.subset is None:
+            wanted = self.rows_host[(chunk.basis[:, None] * d + np.arange(d)).ravel()]
+            chunk.subset = self.evaluator.subset(wanted[wanted >= 0])
+            rows = np.where(wanted >= 0, chunk.subset.position[np.maximum(wanted, 0)], -1)
+            chunk.subset_rows = xp.asarray(rows)
+        pts = self.coords[chunk.g0 * d : min(chunk.g1 * d, lay.npts)]
+        ao = self.evaluator(pts, self.deriv, chunk.subset)  # (comp, subset rows, points)
+        rows = chunk.subset_rows
+        out = xp.zeros((len(rows), self.ncomp, (chunk.g1 - chunk.g0) * d))
+        valid = xp.flatnonzero(rows >= 0)
+        out[valid, :, : len(pts)] = xp.take(ao, rows[valid], axis=1).transpose(1, 0, 2)
+        return self._kept_tiles(chunk, out)
 
     def _points(self, chunk: DeviceChunk) -> slice:
         d = self.layout.d
