@@ -33,7 +33,7 @@ from .basis import engine_basis
 from .deriv import add_position_gradient, contract_deriv_items, scaled_weights
 from .kernels import ClassKernels, class_kernels, deriv_kernels
 from .pairs import PairTable, build_pair_table
-from .streams import DEFAULT_STREAMS, ClassStreams, HostStreams
+from .streams import DEFAULT_STREAMS, ClassStreams
 from .tasks import MAX_CANDIDATES, Block, DeviceScreener, HostScreener, Screen, blocks
 
 GPU_MAX_WORK = 256
@@ -194,7 +194,7 @@ class JK:
             target, arch = "cuda", self.executor.arch
         else:
             self.executor = CpuExecutor(kernel_dir)
-            self.streams = HostStreams()
+            self.streams = ClassStreams(None, 1)
             self.arrays = HostArrays()
             self._basis_arrays = self.basis
             self.max_work = max_work
@@ -461,8 +461,7 @@ class JK:
         vk = xp.zeros(shape) if with_k else None
         prof = BuildProfile() if self.profile else None
         tick = self._clock(prof)
-        blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
-        screen = Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
+        screen = self._screen(dk, with_j, with_k)
         tick("densities")
         if tasks is None:
             work = iter(self.classes)
@@ -497,9 +496,14 @@ class JK:
     def _deriv_screen(self, dk, with_j: bool, with_k: bool) -> Screen:
         """The screening of a derivative build of ``dk``, with the pairs' derivative data made
         (both on the caller's stream, before the classes' streams start)."""
-        blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
         if self._deriv_data is None:
             self._deriv_data = self.pairs.deriv_data(self.arrays.xp)
+        return self._screen(dk, with_j, with_k)
+
+    def _screen(self, dk, with_j: bool, with_k: bool) -> Screen:
+        """The screening of a build of the densities ``dk`` (engine basis): their segment-block
+        maxima against the threshold."""
+        blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
         return Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
 
     def _deriv_classes(self, screen: Screen, epilogue: Epilogue):

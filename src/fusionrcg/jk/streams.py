@@ -16,7 +16,7 @@ orders the streams after the caller's work and the caller's stream after the str
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 DEFAULT_STREAMS = 8
@@ -25,7 +25,7 @@ DEFAULT_STREAMS = 8
 
 class ClassStreams:
     """A pool of ``count`` non-blocking streams of ``cupy``; ``count`` 1 runs every class on
-    the caller's stream, in order."""
+    the caller's stream, in order, and needs no CuPy (the CPU backend's: ``cupy`` None)."""
 
     def __init__(self, cupy: Any, count: int = DEFAULT_STREAMS) -> None:
         if count < 1:
@@ -82,15 +82,3 @@ class ClassStreams:
         with stream:
             yield
         self._last[i] = stream.record()
-
-
-class HostStreams:
-    """The CPU backend's stand-in: one host, classes in order."""
-
-    count = 1
-
-    def build(self):
-        return nullcontext()
-
-    def one_class(self):
-        return nullcontext()

@@ -23,6 +23,11 @@ class AOSubset:
     position: np.ndarray  # evaluator row -> output row of the subset, -1 if not computed
     screening: tuple | None = None  # the evaluator's own description of the shells
 
+    def output_rows(self, evaluator_rows: np.ndarray) -> np.ndarray:
+        """The row of the subset's output holding each of ``evaluator_rows``, -1 where it is
+        -1 (padding) or not evaluated."""
+        return np.where(evaluator_rows >= 0, self.position[np.maximum(evaluator_rows, 0)], -1)
+
 
 def _subset_rows(ao_loc: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Shells (bool mask over ao_loc's shells) holding the rows ``wanted``, and their rows."""

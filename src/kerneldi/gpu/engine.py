@@ -372,8 +372,7 @@ class GPUBlockEngine:
         positions = (blocks[:, None] * d + np.arange(d)).ravel()
         wanted = self.rows_host[positions]
         sub = self.ao.subset(wanted[wanted >= 0])
-        rows = np.where(self.rows_host >= 0, sub.position[np.maximum(self.rows_host, 0)], -1)
-        return sub, self._i32(rows)
+        return sub, self._i32(sub.output_rows(self.rows_host))
 
     def _gather(self, ao, g0: int, b0: int, out, rows):
         """The kept blocks b0 .. b0 + len(out) - 1 (grid blocks from g0) into ``out``; ``rows``

@@ -144,8 +144,7 @@ class GPUGradientEngine:
         if chunk.subset is None:
             wanted = self.rows_host[(chunk.basis[:, None] * d + np.arange(d)).ravel()]
             chunk.subset = self.evaluator.subset(wanted[wanted >= 0])
-            rows = np.where(wanted >= 0, chunk.subset.position[np.maximum(wanted, 0)], -1)
-            chunk.subset_rows = xp.asarray(rows)
+            chunk.subset_rows = xp.asarray(chunk.subset.output_rows(wanted))
         pts = self.coords[chunk.g0 * d : min(chunk.g1 * d, lay.npts)]
         ao = self.evaluator(pts, self.deriv, chunk.subset)  # (comp, subset rows, points)
         rows = chunk.subset_rows
