@@ -78,8 +78,10 @@ def test_report_tables_figures_and_goals(tmp_path):
         assert (out / name).stat().st_size > 0
     summary = (out / "SUMMARY.md").read_text()
     # the later record's (H2O)20 row replaces the earlier one: mean of 2.0x and 1.0x
-    assert "cc-pvdz: 1.50x against 1.5x: MET" in summary
-    assert "cc-pvqz: 2.00x against 2.5x: NOT MET" in summary
+    assert "cc-pvdz: 1.50x over 2 system(s)" in summary
+    assert "against 1.5x: MET on the systems measured" in summary
+    assert "cc-pvqz: 2.00x over 1 system(s)" in summary
+    assert "against 2.5x: NOT MET on the systems measured" in summary
     assert "ours - GPU4PySCF 2.00e-11 Eh" in summary
     assert "Records: 2026-01-02-second" in summary  # the first one's row was replaced
     # Fig. 5: 90 s against 40 s with both engines, energies within 1e-7 Eh
