@@ -26,6 +26,7 @@ from qctoolchain import PTXAS_DEFAULT_LEVEL, PTXAS_LEVELS
 from .angmom import QuartetClass
 from .errors import OptionsError
 from .graph.axis import AxisPolicy
+from .lowering.block import BLOCK_MAX_THREADS
 from .lowering.kernel import (
     BANKS,
     GENERATED_KERNEL2_MAX_OUTPUTS,
@@ -77,6 +78,10 @@ class KernelOptions:
     omega: float = 0.0
     """The operator: 0 the Coulomb operator 1/r, > 0 the long-range erf(omega r)/r of
     range-separated functionals."""
+    item_threads: int = 1
+    """Tier 2: threads per work item. 1 builds the straight-line kernel (one item per thread);
+    more builds the block form (one block of this many threads per item over the class's
+    level program, ``lowering.block``), for launches of few items. Tier 1 ignores it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.variant, Variant):
@@ -94,6 +99,13 @@ class KernelOptions:
                 raise OptionsError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not (self.omega >= 0.0 and math.isfinite(self.omega)):
             raise OptionsError(f"omega must be a finite number >= 0, got {self.omega!r}")
+        if self.item_threads != 1 and not (
+            32 <= self.item_threads <= BLOCK_MAX_THREADS and self.item_threads % 32 == 0
+        ):
+            raise OptionsError(
+                f"item_threads must be 1 or a multiple of 32 up to {BLOCK_MAX_THREADS}, "
+                f"got {self.item_threads!r}"
+            )
 
     def replace(self, **changes: Any) -> KernelOptions:
         """These options with ``changes``; ``variant`` may be given by name."""

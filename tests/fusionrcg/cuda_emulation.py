@@ -1,6 +1,7 @@
-"""A CUDA kernel of warp-independent code (no block barriers; warp votes and shuffles only)
-built for the host: one std::thread per CUDA thread, a barrier per warp for the votes, blocks
-one after another. Small problems only; enough to run a device kernel's own source on a CPU."""
+"""A CUDA kernel built for the host: one std::thread per CUDA thread, a barrier per warp for the
+votes and shuffles, one per block for ``__syncthreads``, blocks one after another (so one
+``frcg_bank`` array serves as every block's dynamic shared memory). Small problems only;
+enough to run a device kernel's own source on a CPU."""
 
 from __future__ import annotations
 
@@ -23,10 +24,22 @@ SHIM = r"""
 #include <vector>
 #define __global__
 #define __restrict__
+#define __device__
+#define __shared__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 struct emu_dim3 { unsigned x = 0; };
+struct alignas(16) double2 { double x, y; };
 inline thread_local emu_dim3 threadIdx, blockIdx;
-inline constexpr emu_dim3 blockDim{256};
+inline emu_dim3 blockDim{256};
 inline std::barrier<>* emu_warp[8];
+inline std::barrier<>* emu_block;
+inline void __syncthreads() { emu_block->arrive_and_wait(); }
+double frcg_bank[1 << 16];
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline double __nvvm_mul_rn_d(double a, double b) { return a * b; }
+inline double __nvvm_fma_rn_d(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __nvvm_add_rn_d(double a, double b) { return a + b; }
 inline unsigned emu_vote[8];
 inline unsigned long long emu_value[8];
 inline void emu_wait() { emu_warp[threadIdx.x >> 5]->arrive_and_wait(); }
@@ -57,12 +70,14 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 using std::max;
 using std::min;
 template <typename... P, typename... A>
-void emu_launch(void (*kernel)(P...), int grid, A... args) {
+void emu_launch(void (*kernel)(P...), int grid, int block, A... args) {
+  blockDim.x = block;
   for (int b = 0; b < grid; ++b) {
     std::deque<std::barrier<>> bars;
-    for (int w = 0; w < 8; ++w) emu_warp[w] = &bars.emplace_back(32);
+    for (int w = 0; w < block / 32; ++w) emu_warp[w] = &bars.emplace_back(32);
+    emu_block = &bars.emplace_back(block);
     std::vector<std::thread> threads;
-    for (unsigned t = 0; t < 256; ++t)
+    for (int t = 0; t < block; ++t)
       threads.emplace_back([&, t, b] {
         threadIdx.x = t;
         blockIdx.x = b;
@@ -81,15 +96,16 @@ def _params(source: str, name: str) -> list[str]:
 
 def emulated_kernel(source: str, name: str):
     """``source``'s kernel ``name`` as a callable ``kernel(grid, block, args)`` over NumPy
-    arrays and NumPy scalars (``np.uint64(0)`` a null pointer); blocks of 256 threads."""
+    arrays and NumPy scalars (``np.uint64(0)`` a null pointer); blocks of whole warps, 256
+    threads at most."""
     params = _params(source, name)
     names = [p.split()[-1] for p in params]
     decl = ", ".join(params)
     code = (
         SHIM
         + source.replace('extern "C" __global__', "static")
-        + f'\nextern "C" void emu_{name}(int grid, {decl}) {{\n'
-        f"  emu_launch(&{name}, grid, {', '.join(names)});\n}}\n"
+        + f'\nextern "C" void emu_{name}(int grid, int block, {decl}) {{\n'
+        f"  emu_launch(&{name}, grid, block, {', '.join(names)});\n}}\n"
     )
     tag = hashlib.sha1(code.encode()).hexdigest()[:16]
     lib_path = Path(tempfile.gettempdir()) / f"cuda_emulation_{tag}.so"
@@ -102,15 +118,16 @@ def emulated_kernel(source: str, name: str):
             check=True, capture_output=True, text=True,
         )  # fmt: skip
     fn = getattr(ctypes.CDLL(str(lib_path)), f"emu_{name}")
-    types = {"int": ctypes.c_int, "double": ctypes.c_double}
-    fn.argtypes = [ctypes.c_int] + [
+    types = {"int": ctypes.c_int, "double": ctypes.c_double, "long": ctypes.c_longlong}
+    fn.argtypes = [ctypes.c_int, ctypes.c_int] + [
         ctypes.c_void_p if "*" in p else types[p.split()[-2]] for p in params
     ]
     fn.restype = None
 
     def kernel(grid, block, args) -> None:
-        if tuple(block) != (256,):
-            raise ValueError("the emulation runs blocks of 256 threads")
+        threads = int(block[0])
+        if len(block) != 1 or not 32 <= threads <= 256 or threads % 32:
+            raise ValueError("the emulation runs blocks of 32 to 256 threads, whole warps")
         values = []
         for a in args:
             if isinstance(a, np.ndarray):
@@ -121,6 +138,6 @@ def emulated_kernel(source: str, name: str):
                 values.append(None if int(a) == 0 else int(a))
             else:
                 values.append(a.item() if isinstance(a, np.generic) else a)
-        fn(int(grid[0]), *values)
+        fn(int(grid[0]), threads, *values)
 
     return kernel

@@ -136,6 +136,18 @@ def test_triple_and_quadruple_zeta(get_molecule, basis, backend):
     _check(engine, mol, np.stack([0.6 * dm, 0.4 * dm]))
 
 
+@pytest.mark.gpu
+def test_block_form_on_the_gpu(get_molecule):
+    """cc-pVQZ's g classes with every Tier 2 launch in the block form (a thread block per
+    item, ``lowering.block``) and with none, against PySCF."""
+    mol = get_molecule("water_clusters/002", "cc-pvqz")
+    dm = scf.RHF(mol).run(max_cycle=3).make_rdm1()
+    for block_items in (10**9, 0):
+        engine = JK(mol, backend="gpu", tol=1e-14, block_items=block_items)
+        assert any(k.block is not None for k, _ in engine.classes) == bool(block_items)
+        _check(engine, mol, dm)
+
+
 def test_screening_skips_far_quartets_and_small_density_changes(backend):
     """Two waters 12 Angstrom apart: K needs no quartet coupling the molecules' pairs, so
     density screening drops work that Schwarz alone keeps; a density change of 1e-12 drops

@@ -85,7 +85,7 @@ rule jk_scf_bench:
         " --conv-tol {JK_GPU[energies][conv_tol]} --kernel-dir {KERNELS} --out {output};"
         " {JK_BENCH} scf --systems {params.dz} {JK_SCF_OPTIONS} --engine-options"
         " --kernel-dir {KERNELS} --out {output};"
-        " {JK_BENCH} scf --systems {params.large} {JK_SCF_OPTIONS}"
+        " {JK_BENCH} scf --systems {params.large} {JK_SCF_OPTIONS} --engine-options"
         " --max-cycle {JK_GPU[scf_large][max_cycle]} --repeats {JK_GPU[scf_large][repeats]}"
         " --kernel-dir {KERNELS} --out {output};"
         " {JK_BENCH} host-share --systems {params.host} --kernel-dir {KERNELS} --out {output};"

@@ -31,7 +31,13 @@ from ..shells import check_mole
 from .arrays import DeviceArrays, HostArrays
 from .basis import engine_basis
 from .deriv import add_position_gradient, contract_deriv_items, scaled_weights
-from .kernels import ClassKernels, class_kernels, deriv_kernels
+from .kernels import (
+    BLOCK_THREADS,
+    ClassKernels,
+    class_kernels,
+    deriv_block_kernels,
+    deriv_kernels,
+)
 from .pairs import PairTable, build_pair_table
 from .streams import DEFAULT_STREAMS, ClassStreams
 from .tasks import MAX_CANDIDATES, Block, DeviceScreener, HostScreener, Screen, blocks
@@ -39,6 +45,12 @@ from .tasks import MAX_CANDIDATES, Block, DeviceScreener, HostScreener, Screen, 
 GPU_MAX_WORK = 256
 """Primitive quartets per work item of a GPU engine by default: fewer, longer items of the
 contracted quartets (fewer J/K updates) measured faster than the executor's 64."""
+
+GPU_BLOCK_ITEMS = 2048
+"""Launches of a Tier 2 class with at most this many work items run its block form on a GPU
+engine by default: below about one warp per SM (132 SMs of 32 threads on an H100 or H200)
+the straight-line kernel leaves most of the GPU idle while each thread walks its item's
+statements one after another."""
 
 DEFAULT_TOL = 1e-13
 """Screening threshold when none is given: PySCF's and GPU4PySCF's ``direct_scf_tol``."""
@@ -127,6 +139,11 @@ class JK:
     > 0 the long-range erf(omega r)/r, < 0 the short-range erfc(|omega| r)/r (the full-range
     build less the long-range one). ``streams`` (GPU): classes run concurrently on this many
     CUDA streams (``jk.streams``); 1 runs them one after another on the caller's stream.
+    ``block_items``: a Tier 2 class's launches of at most this many work items run the block
+    form of its kernels (``lowering.block``: a thread block per item, sharing out each level
+    of the recurrences, where the straight-line kernel runs an item per thread and few items
+    leave the GPU idle), energy and derivative builds alike; 0 never; by default
+    ``GPU_BLOCK_ITEMS`` on the GPU, 0 on the CPU (one thread there either way).
     """
 
     def __init__(
@@ -143,6 +160,7 @@ class JK:
         task_pairs: int | None = None,
         omega: float | None = None,
         streams: int = DEFAULT_STREAMS,
+        block_items: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -153,6 +171,8 @@ class JK:
             raise JKInputError(f"task_pairs must be a positive count, got {task_pairs!r}")
         if streams < 1:
             raise JKInputError(f"streams must be a positive count, got {streams!r}")
+        if block_items is not None and block_items < 0:
+            raise JKInputError(f"block_items must be a count >= 0, got {block_items!r}")
         omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
         if not np.isfinite(omega):
             raise JKInputError(f"omega must be finite, got {omega!r}")
@@ -167,7 +187,7 @@ class JK:
         if omega < 0.0:
             self._long_range = JK(
                 mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
-                spread_items, task_pairs, omega=-omega, streams=streams,
+                spread_items, task_pairs, omega=-omega, streams=streams, block_items=block_items,
             )  # fmt: skip
         self.profile = profile
         self.last_profile: BuildProfile | None = None
@@ -186,6 +206,7 @@ class JK:
             self.arrays = DeviceArrays(cupy)
             self._basis_arrays = self.executor.device_basis(self.basis)
             self.max_work = GPU_MAX_WORK if max_work is None else max_work
+            self.block_items = GPU_BLOCK_ITEMS if block_items is None else block_items
             self.streams = ClassStreams(cupy, streams)
             # each stream holds one class's buffers and screening arrays at a time
             free = cupy.cuda.Device().mem_info[0] // self.streams.count
@@ -198,6 +219,7 @@ class JK:
             self.arrays = HostArrays()
             self._basis_arrays = self.basis
             self.max_work = max_work
+            self.block_items = 0 if block_items is None else block_items
             self._buffer_budget = BUFFER_BUDGET_BYTES
             self._candidates = MAX_CANDIDATES
             target, arch = "cpp", "host"
@@ -231,7 +253,7 @@ class JK:
         self.classes.sort(key=lambda c: -_longest_item_flops(*c))
         if self.arrays.device:  # the shared arrays are complete before any stream reads them
             for kernels, _ in self.classes:
-                for kernel in (kernels.store, kernels.fused):
+                for kernel in (kernels.store, kernels.fused, kernels.block):
                     if kernel is not None:
                         self.executor.load(kernel)
             cupy.cuda.Device().synchronize()
@@ -262,7 +284,8 @@ class JK:
     def kernels(self, cls: QuartetClass) -> ClassKernels:
         """The kernels of the canonical class ``cls``, resolved once."""
         if cls not in self._kernels:
-            self._kernels[cls] = class_kernels(cls, *self._kernel_args)
+            threads = BLOCK_THREADS if self.block_items else 0
+            self._kernels[cls] = class_kernels(cls, *self._kernel_args, block_threads=threads)
         return self._kernels[cls]
 
     def deriv_kernels(
@@ -274,6 +297,17 @@ class JK:
         if key not in self._deriv_kernels:
             self._deriv_kernels[key] = deriv_kernels(cls, *self._kernel_args, epilogue)
         return self._deriv_kernels[key]
+
+    def _deriv_forms(self, cls: QuartetClass, epilogue: Epilogue, items: int):
+        """The derivative kernels of ``cls`` (positions A, B, C) for a launch of ``items``
+        items: a Tier 2 position's block form where ``block_items`` allows it."""
+        kernels = self.deriv_kernels(cls, epilogue)
+        if items > self.block_items:
+            return kernels
+        key = (cls, "block")
+        if key not in self._deriv_kernels:
+            self._deriv_kernels[key] = deriv_block_kernels(cls, *self._kernel_args, BLOCK_THREADS)
+        return tuple(b or k for b, k in zip(self._deriv_kernels[key], kernels))
 
     def _schwarz(self, la: int, lb: int, a, b, ranges, data):
         """Q_ab = max |(ab|ab)|^(1/2) of pairs (a, b) from the store kernel of (ab|ab)."""
@@ -392,9 +426,9 @@ class JK:
         target = GradientTarget(self._seg_atom, de, j_factor, k_factor)
         screen = self._deriv_screen(dk, bool(j_factor), bool(k_factor))
         with self.streams.build():
-            for kernels, deriv, parts in self._deriv_classes(screen, Epilogue.GRAD):
+            for kernels, parts in self._deriv_classes(screen, Epilogue.GRAD):
                 with self.streams.one_class():
-                    for part in parts:
+                    for part, deriv in parts:
                         self._part_gradient(kernels, deriv, part, dk, total, target)
 
     def _part_gradient(self, kernels, deriv, part, dk, total, target: GradientTarget) -> None:
@@ -507,20 +541,23 @@ class JK:
         return Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
 
     def _deriv_classes(self, screen: Screen, epilogue: Epilogue):
-        """(class kernels, derivative kernels on A, B, C, parts) of every class: its screened
-        items in parts whose buffers fit the budget, screened as they are drawn."""
+        """(class kernels, parts) of every class: its screened items in parts whose buffers
+        fit the budget, screened as they are drawn, each with the derivative kernels on A, B
+        and C that run it (``_deriv_forms``)."""
         for kernels, class_blocks in self.classes:
             deriv = self.deriv_kernels(kernels.cls, epilogue)
+            if self.block_items:  # parts fit the buffers of either form
+                deriv += self._deriv_forms(kernels.cls, epilogue, 0)
             for kernel in deriv:
                 self.executor.load(kernel)
             # three derivative outputs, their scaled copies, the fourth centre's and weights
             per_item = 8 * (8 * deriv[0].n_outputs + max(k.global_slots for k in deriv))
             parts = (
-                part
+                (part, self._deriv_forms(kernels.cls, epilogue, part.size))
                 for _, items in self._screener.class_items(self.pairs, class_blocks, screen)
                 for part in items.parts(per_item, self._buffer_budget)
             )
-            yield kernels, deriv, parts
+            yield kernels, parts
 
     def _deriv_build(self, dms, with_j: bool, with_k: bool):
         """(vj, vk) (n, 3, nao, nao) of the backend over the molecule's AOs, for the checked
@@ -532,9 +569,9 @@ class JK:
         vk = xp.zeros(shape) if with_k else None
         screen = self._deriv_screen(dk, with_j, with_k)
         with self.streams.build():
-            for kernels, deriv, parts in self._deriv_classes(screen, Epilogue.STORE):
+            for kernels, parts in self._deriv_classes(screen, Epilogue.STORE):
                 with self.streams.one_class():
-                    for part in parts:
+                    for part, deriv in parts:
                         grads = [self._item_integrals(k, part, self._deriv_data) for k in deriv]
                         contract_deriv_items(
                             self.arrays, kernels.output_shape, grads, part.quartets,
@@ -566,8 +603,9 @@ class JK:
         prof.flops[name] += f.hrr_per_contracted * items.size
 
     def _run(self, kernels: ClassKernels, items, dk, vj, vk, tick) -> None:
-        """The class's kernels over ``items``: the fused J/K kernel, or the store kernel and
-        Kernel 2 in parts whose integral buffers fit the budget."""
+        """The class's kernels over ``items``: the fused J/K kernel, or the store kernel (its
+        block form for at most ``block_items`` items) and Kernel 2 in parts whose integral
+        buffers fit the budget."""
         name = str(kernels.cls)
         if kernels.fused is not None:
             self.executor.run_items(
@@ -576,6 +614,8 @@ class JK:
             tick(f"integrals {name}")
             return
         store = kernels.store
+        if kernels.block is not None and items.size <= self.block_items:
+            store = kernels.block
         per_item = 8 * (store.n_outputs + store.global_slots)
         for part in items.parts(per_item, self._buffer_budget):
             ints = self.executor.run_items(store, part, self._basis_arrays, self.pairs.data)

@@ -30,14 +30,21 @@ FIRST_FORM_MIN_TOTAL = 7
 form instead of compiling each to keep the one with the fewest spill bytes."""
 
 
+BLOCK_THREADS = 256
+"""Threads per work item of the block form of Tier 2 (``lowering.block``): its levels hold
+tens to tens of thousands of statements each."""
+
+
 @dataclass(frozen=True)
 class ClassKernels:
     """The kernels of one canonical class: ``store`` always, ``fused`` where J/K is folded
-    into the integral kernel (else Kernel 2 contracts the stored integrals)."""
+    into the integral kernel (else Kernel 2 contracts the stored integrals), ``block`` the
+    block form of a Tier 2 class's store kernel where asked for (launches of few items)."""
 
     cls: QuartetClass
     store: LibraryKernel
     fused: LibraryKernel | None
+    block: LibraryKernel | None = None
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
@@ -63,14 +70,21 @@ def class_kernels(
     target: str,
     arch: str,
     directory=None,
+    block_threads: int = 0,
 ) -> ClassKernels:
-    """The kernels of ``cls`` from the library (built on first use)."""
+    """The kernels of ``cls`` from the library (built on first use); with ``block_threads``
+    also the block form of a Tier 2 class, that many threads per item."""
     options = _library_options(cls, options)
     store = get_kernel(cls, options, spherical, Epilogue.STORE, target, arch, directory)
-    fused = None
+    fused = block = None
     if uses_fused(store):
         fused = get_kernel(cls, options, spherical, Epilogue.JK, target, arch, directory)
-    return ClassKernels(cls, store, fused)
+    if block_threads and store.tier is Tier.BUFFERED:
+        block = get_kernel(
+            cls, options.replace(item_threads=block_threads), spherical, Epilogue.STORE,
+            target, arch, directory,
+        )  # fmt: skip
+    return ClassKernels(cls, store, fused, block)
 
 
 def deriv_kernels(
@@ -93,6 +107,29 @@ def deriv_kernels(
     )
 
 
+def deriv_block_kernels(
+    cls: QuartetClass,
+    options: KernelOptions,
+    spherical: bool,
+    target: str,
+    arch: str,
+    directory=None,
+    threads: int = BLOCK_THREADS,
+) -> tuple[LibraryKernel | None, ...]:
+    """The block forms (``threads`` per item) of the first-derivative classes of ``cls`` on
+    positions A, B and C where the class is Tier 2 (None where it is Tier 1)."""
+    stores = deriv_kernels(cls, options, spherical, target, arch, directory)
+    options = _library_options(cls, options).replace(item_threads=threads)
+    return tuple(
+        None
+        if store.tier is not Tier.BUFFERED
+        else get_kernel(
+            cls.with_deriv(p), options, spherical, Epilogue.STORE, target, arch, directory
+        )  # fmt: skip
+        for p, store in zip(DERIV_POSITIONS, stores)
+    )
+
+
 def _build(
     cls_tag: str, deriv: bool, options: str, spherical: bool, target: str, arch: str, directory
 ):  # fmt: skip
@@ -101,9 +138,10 @@ def _build(
     args = (cls, kernel_options(options), spherical, target, arch, directory)
     if deriv:
         built = list(deriv_kernels(*args)) + list(deriv_kernels(*args, Epilogue.GRAD))
+        built += [k for k in deriv_block_kernels(*args) if k is not None]
     else:
-        kernels = class_kernels(*args)
-        built = [k for k in (kernels.store, kernels.fused) if k is not None]
+        kernels = class_kernels(*args, block_threads=BLOCK_THREADS)
+        built = [k for k in (kernels.store, kernels.fused, kernels.block) if k is not None]
     return cls_tag, deriv, all(k.cached for k in built), time.perf_counter() - start
 
 
@@ -119,9 +157,10 @@ def prebuild(
     deriv_lmax: int | None = None,
 ) -> None:
     """Build the J/K kernels of every canonical class with l <= ``lmax`` under ``options`` (a
-    preset name) and, with ``deriv_lmax``, the first-derivative kernels (gradients) of every
-    class with l <= ``deriv_lmax``; ``jobs`` at a time, largest classes first (they take
-    longest), printing one progress line per class."""
+    preset name; Tier 2 classes in both forms, ``ClassKernels``) and, with ``deriv_lmax``,
+    the first-derivative kernels (gradients) of every class with l <= ``deriv_lmax``;
+    ``jobs`` at a time, largest classes first (they take longest), printing one progress line
+    per class."""
     out = sys.stderr if out is None else out
     work = [(c, False) for c in canonical_classes(lmax)]
     if deriv_lmax is not None:

@@ -16,6 +16,7 @@ functions.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -27,7 +28,7 @@ from .engine import JK, JKInputError
 class FusionJKMixin:
     """Routes an SCF object's J/K builds to ``fusionrcg.JK``."""
 
-    _keys = {"fusion_backend", "fusion_options", "fusion_kernel_dir"}
+    _keys = {"fusion_backend", "fusion_options", "fusion_kernel_dir", "fusion_engine_options"}
 
     def fusion_engine(self, mol=None, omega: float | None = None) -> JK:
         """The engine of ``mol`` (default: the object's) at the object's ``direct_scf_tol``,
@@ -48,6 +49,7 @@ class FusionJKMixin:
                 options=self.fusion_options,
                 kernel_dir=self.fusion_kernel_dir,
                 omega=omega,
+                **self.fusion_engine_options,
             )
         return engines[omega]
 
@@ -158,13 +160,24 @@ def _exchange_terms(mol, omega, kwargs) -> list[tuple[float, float]]:
     return terms + [(abs(omega), lr - sr)]
 
 
-def apply(mf, backend: str = "auto", options="full", kernel_dir=None):
+# JK arguments that the SCF object sets itself
+ENGINE_SET = {"self", "mol", "backend", "tol", "options", "kernel_dir", "omega"}
+
+
+def apply(mf, backend: str = "auto", options="full", kernel_dir=None, **engine_options):
     """Make ``mf`` (PySCF or GPU4PySCF RHF, UHF, RKS, UKS, ...) build J and K with the
     generated kernels; returns ``mf`` itself. ``backend``: ``"auto"`` (the GPU when CuPy sees
-    one), ``"gpu"`` or ``"cpu"``; ``options``: the kernels' ``KernelOptions`` or preset name.
-    The screening threshold is ``mf.direct_scf_tol``."""
+    one), ``"gpu"`` or ``"cpu"``; ``options``: the kernels' ``KernelOptions`` or preset name;
+    ``engine_options``: further ``JK`` arguments (``streams``, ``max_work``, ``block_items``,
+    ...). The screening threshold is ``mf.direct_scf_tol``."""
+    allowed = set(inspect.signature(JK).parameters) - ENGINE_SET
+    unknown = sorted(set(engine_options) - allowed)
+    if unknown:
+        known = ", ".join(sorted(allowed))
+        raise JKInputError(f"unknown J/K engine option(s) {', '.join(unknown)}; one of {known}")
     if isinstance(mf, FusionJKMixin):
         mf.fusion_backend, mf.fusion_options, mf.fusion_kernel_dir = backend, options, kernel_dir
+        mf.fusion_engine_options = dict(engine_options)
         mf.__dict__.pop("_fusion_engines", None)
         return mf
     mol = mf.mol
@@ -179,4 +192,5 @@ def apply(mf, backend: str = "auto", options="full", kernel_dir=None):
     base = type(mf)
     mf.__class__ = type(f"{base.__name__}FusionJK", (FusionJKMixin, base), {})
     mf.fusion_backend, mf.fusion_options, mf.fusion_kernel_dir = backend, options, kernel_dir
+    mf.fusion_engine_options = dict(engine_options)
     return mf

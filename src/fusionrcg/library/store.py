@@ -24,6 +24,7 @@ import numpy as np
 
 from ..angmom import QuartetClass
 from ..errors import CompileError, CompileTimeout
+from ..lowering.block import lower_block
 from ..lowering.kernel import KernelSource, lower, pair_fields
 from ..lowering.layout import Phase2Program
 from ..lowering.target import Epilogue
@@ -126,7 +127,7 @@ class LibraryKernel:
     epilogue: Epilogue
     output_shape: tuple[int, ...]  # leads with the gradient component for derivatives
     n_slots: int  # Tier 2: slots of its bank; Tier 1: shared-memory (CPU: local) slots
-    bank_threads: int  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
+    bank_threads: int  # threads per block fixed by a kernel whose slots are in shared memory
     jk_kernel: str | None  # Tier 2 on the GPU: the generated Kernel 2 in the same binary
     program: Phase2Program | None
     flops: Flops
@@ -134,6 +135,7 @@ class LibraryKernel:
     options: KernelOptions
     origin: str  # one of ORIGINS
     pair_width: int = 6  # doubles per pair-data row: 8 for derivative classes (exponents)
+    item_threads: int = 1  # threads per work item: a block each in Tier 2's block form
 
     @property
     def pair_exponents(self) -> bool:
@@ -155,7 +157,7 @@ class LibraryKernel:
         CPU); None without slots."""
         if not self.n_slots:
             return None
-        if self.target == "cuda" and self.bank_threads:
+        if self.target == "cuda" and self.bank_threads:  # a block's bank in the block form
             return "shared"
         return "local" if self.tier is Tier.REGISTER else "global"
 
@@ -211,6 +213,7 @@ def _load(entry: Path, origin: str) -> LibraryKernel:
         options=KernelOptions.from_json(info["options"]),
         origin=origin,
         pair_width=info.get("pair_width", 6),
+        item_threads=info.get("item_threads", 1),
     )
 
 
@@ -345,7 +348,13 @@ def _compile_without_spills(
     tried = set()
 
     def attempt(**form) -> _Built | None:
-        kernel = lower(plan, target, epi, **options.lowering(), **form)
+        if plan.tier is Tier.BUFFERED and options.item_threads > 1:
+            kernel = lower_block(
+                plan, target, options.item_threads, options.bank,
+                options.prefetch_max_accumulators, options.omega,
+            )  # fmt: skip
+        else:
+            kernel = lower(plan, target, epi, **options.lowering(), **form)
         if kernel.source in tried:
             return None
         tried.add(kernel.source)
@@ -426,12 +435,10 @@ def get_kernel(
     cuda = target == "cuda"
     binary = stem.with_suffix(".cubin" if cuda else ".so")
     program_file = None
-    if kernel.layout is not None:
+    if kernel.program is not None:
         program_file = stem.with_suffix(".program.npz")
         if not program_file.exists():
-            np.savez(
-                program_file.with_suffix(f".{os.getpid()}.npz"), **asdict(kernel.layout.program)
-            )
+            np.savez(program_file.with_suffix(f".{os.getpid()}.npz"), **asdict(kernel.program))
             program_file.with_suffix(f".{os.getpid()}.npz").replace(program_file)
     info = {
         "kernel": kernel.name,
@@ -452,6 +459,7 @@ def get_kernel(
         "ptxas": report.as_dict() if report else None,
         "options": opts.to_json(),
         "pair_width": len(pair_fields(plan)),
+        "item_threads": kernel.item_threads,
     }
     # a Tier 2 kernel answers the store and the J/K request alike (Kernel 2 contracts what it
     # stores), so a library built for either serves both without generating anything

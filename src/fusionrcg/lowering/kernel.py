@@ -36,7 +36,13 @@ from ..orchestration.placement import Tier1Placement
 from ..orchestration.plan import ClassPlan
 from ..variants import Tier
 from .boys import boys_source
-from .layout import DEFAULT_SEGMENT_SIZE, PHASE2_SYMBOLS, Tier2Layout, tier2_layout
+from .layout import (
+    DEFAULT_SEGMENT_SIZE,
+    PHASE2_SYMBOLS,
+    Phase2Program,
+    Tier2Layout,
+    tier2_layout,
+)
 from .target import (
     TARGETS,
     TIER1_MAX_SHARED_BYTES,
@@ -135,6 +141,16 @@ class KernelSource:
     bank_threads: int = 0  # threads per block fixed by the kernel (Tier 1, shared bank); 0: any
     jk_kernel: str | None = None  # Tier 2 on the GPU: the generated Kernel 2
     registers: int | None = None  # Tier 1 on the GPU: registers its launch bounds hold it to
+    item_threads: int = 1  # threads per work item (a block each in Tier 2's block form)
+    block_program: Phase2Program | None = None  # the block form's level program
+
+    @property
+    def program(self) -> Phase2Program | None:
+        """The statements the kernel reads from its ``p2_*`` arguments: Tier 2's Phase 2
+        program, or the block form's level program (``lowering.levels``)."""
+        if self.block_program is not None:
+            return self.block_program
+        return None if self.layout is None else self.layout.program
 
 
 def kernel_name(plan: ClassPlan, tier: Tier, epilogue: Epilogue, omega: float = 0.0) -> str:

@@ -277,6 +277,20 @@ def kernel2_form(
     return "thread" if n <= KERNEL2_THREAD_MAX_OUTPUTS else "block"
 
 
+def launch_shape(kernel: LibraryKernel, n: int) -> tuple[int, int, int]:
+    """Blocks, threads per block and dynamic shared memory of a launch of ``kernel`` over
+    ``n`` items: a block per item in Tier 2's block form (its bank in shared memory where it
+    has one), else an item per thread, in blocks the kernel fixes where its slots are in
+    shared memory (one lane per thread)."""
+    if kernel.item_threads > 1:
+        smem = 8 * kernel.n_slots if kernel.bank_threads else 0
+        return n, kernel.item_threads, smem
+    if kernel.bank_threads:
+        threads = kernel.bank_threads
+        return -(-n // threads), threads, 8 * kernel.n_slots * threads
+    return -(-n // THREADS), THREADS, 0
+
+
 @dataclass
 class DeviceBasis:
     xyz: object
@@ -384,9 +398,7 @@ class GpuExecutor:
         sc = cp.asarray(np.ascontiguousarray(scales[items]))
         # a J/K epilogue writes no integrals: no buffer for them
         out = cp.empty(tiled_output_size(n, kernel.n_outputs) if stored else 1)
-        threads, smem = THREADS, 0
-        if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
-            threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
+        grid, threads, smem = launch_shape(kernel, n)
         buf = cp.empty(max(1, kernel.global_slots * n))
         *prog, p2_len = _program(kernel)
         prog = [cp.asarray(a) for a in prog]
@@ -402,7 +414,6 @@ class GpuExecutor:
             cp.asarray(pairs.data), self._table, out, buf, np.int64(n), *prog, np.int32(p2_len),
             np.int32(dev.nao), dmd, vj, vk, np.int32(1),
         )  # fmt: skip
-        grid = (n + threads - 1) // threads
         quartet_items = add_items = None
         if stored and whole is not False:
             quartet_items, sources, targets = pairs.item_sums(order)
@@ -450,9 +461,7 @@ class GpuExecutor:
         n = batch.size
         store = kernel.epilogue is Epilogue.STORE
         out = cp.empty(tiled_output_size(n, kernel.n_outputs) if store else 1)
-        threads, smem = THREADS, 0
-        if kernel.bank_threads:  # the kernel fixes its block (its slots are in shared memory)
-            threads, smem = kernel.bank_threads, 8 * kernel.n_slots * kernel.bank_threads
+        grid, threads, smem = launch_shape(kernel, n)
         buf = cp.empty(max(1, kernel.global_slots * n))
         fn = _function(kernel.binary, kernel.name)
         if smem > fn.max_dynamic_shared_size_bytes:
@@ -465,7 +474,7 @@ class GpuExecutor:
         )  # fmt: skip
         if kernel.epilogue is Epilogue.GRAD:
             args += gradient.arguments(lambda a: a)
-        fn(((n + threads - 1) // threads,), (threads,), args, shared_mem=smem)
+        fn((grid,), (threads,), args, shared_mem=smem)
         return out if store else None
 
     def contract_items(

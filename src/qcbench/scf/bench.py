@@ -245,6 +245,7 @@ ENGINE_OPTIONS = {
     "spread order": {"spread_items": True},
     "max_work 64": {"max_work": 64},
     "one stream": {"streams": 1},
+    "no block form": {"block_items": 0},
 }
 """The engine's own choices, each set the other way, timed on the converged density."""
 
