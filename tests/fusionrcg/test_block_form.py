@@ -115,6 +115,22 @@ def test_cpu_block_form_matches_pyscf(get_molecule, ls):
 
 
 @needs_cxx
+@pytest.mark.slow
+@pytest.mark.parametrize("ls", [(4, 4, 4, 4), (4, 4, 3, 3)], ids=str)
+def test_cpu_block_form_of_the_g_classes(get_molecule, ls):
+    """The largest level programs ((gg|gg): 29 levels, 415 k statements, 114 k slots)."""
+    mol = get_molecule("water_clusters/002", "cc-pvqz")
+    by_l = {}
+    for s in range(mol.nbas):
+        by_l.setdefault(mol.bas_angular(s), []).append(s)
+    quartet = (by_l[4][0], by_l[4][-1], by_l[ls[2]][0], by_l[ls[3]][-1])
+    options = fusionrcg.PRESETS["full"].replace(item_threads=256)
+    value = fusionrcg.shell_quartet_eri(mol, quartet, backend="cpu", variant=options)
+    ref = reference_eri(mol, quartet)
+    assert TOL.normalized(np.abs(value - ref), ref).max() <= 1.0
+
+
+@needs_cxx
 @pytest.mark.parametrize("centre", [0, 2])
 def test_cpu_block_form_of_a_derivative_class(get_molecule, centre):
     mol = get_molecule("water_clusters/002", "cc-pvdz")
