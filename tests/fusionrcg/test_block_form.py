@@ -236,3 +236,21 @@ def test_apply_passes_engine_options_and_names_unknown_ones():
     assert abs(mf.kernel() - scf.RHF(mol).kernel()) <= 1e-9
     with pytest.raises(fusionrcg.jk.JKInputError, match="block_itmes"):
         fusionrcg.apply(scf.RHF(mol), "cpu", block_itmes=5)
+
+
+def test_launch_shapes():
+    """A block per item in the block form (its bank as the block's shared memory, or none
+    with a global bank); otherwise an item per thread, blocks the kernel fixes where its
+    slots are in shared memory (a lane per thread)."""
+    from types import SimpleNamespace as Kernel
+
+    from fusionrcg.runtime.gpu import THREADS, launch_shape
+
+    assert launch_shape(Kernel(item_threads=256, bank_threads=256, n_slots=1000), 7) == (
+        7, 256, 8000,
+    )  # fmt: skip
+    assert launch_shape(Kernel(item_threads=256, bank_threads=0, n_slots=99_000), 7) == (7, 256, 0)
+    assert launch_shape(Kernel(item_threads=1, bank_threads=32, n_slots=10), 65) == (3, 32, 2560)
+    assert launch_shape(Kernel(item_threads=1, bank_threads=0, n_slots=5), 300) == (
+        -(-300 // THREADS), THREADS, 0,
+    )  # fmt: skip
