@@ -224,6 +224,8 @@ def _scf_system(args, name: str, basis: str, peak: float) -> dict:
     row["ours"], _ = timed_scf(ours, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     engine = ours.fusion_engine()
     row["ours"]["engine_setup_s"] = engine.setup_seconds
+    row["engine"] = {"max_work": engine.max_work, "streams": engine.streams.count,
+                     "block_items": engine.block_items}  # fmt: skip
     row["delta_e"] = row["ours"]["e_tot"] - row["baseline"]["e_tot"]
     converged = base.make_rdm1()
     row["jk"] = {
