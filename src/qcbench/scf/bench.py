@@ -25,6 +25,9 @@ holds the run's commit, device, software and first command):
   PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
   element (``--deriv``: also the derivative J and K against PySCF's gradient ``get_jk``);
   ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
+
+``--engine-option NAME=VALUE`` (repeatable) sets a ``fusionrcg.JK`` argument for every engine
+of the run (``scf``, ``energies``, ``memory``, ``host-share``, ``accuracy``).
 """
 
 from __future__ import annotations
@@ -220,7 +223,9 @@ def _scf_system(args, name: str, basis: str, peak: float) -> dict:
     row["baseline"], mid = timed_scf(
         base, args.conv_tol, args.direct_scf_tol, args.max_cycle, keep_cycle=2
     )
-    ours = fusionrcg.apply(_make(args.method, mol, gpu=True), "gpu", kernel_dir=args.kernel_dir)
+    ours = fusionrcg.apply(
+        _make(args.method, mol, gpu=True), "gpu", kernel_dir=args.kernel_dir, **args.engine
+    )
     row["ours"], _ = timed_scf(ours, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     engine = ours.fusion_engine()
     row["ours"]["engine_setup_s"] = engine.setup_seconds
@@ -257,7 +262,8 @@ def _option_timing(mol, args, dm, **option) -> dict:
     import fusionrcg
 
     start = time.perf_counter()
-    engine = fusionrcg.JK(mol, "gpu", args.direct_scf_tol, kernel_dir=args.kernel_dir, **option)
+    settings = {**args.engine, **option}
+    engine = fusionrcg.JK(mol, "gpu", args.direct_scf_tol, kernel_dir=args.kernel_dir, **settings)
     return {
         "options": option,
         "setup_s": time.perf_counter() - start,
@@ -278,7 +284,7 @@ def _energy(args, mol, method: str, how: str) -> dict:
 
     mf = _make(method, mol, gpu=how != "pyscf")
     if how == "ours":
-        mf = fusionrcg.apply(mf, "gpu", kernel_dir=args.kernel_dir)
+        mf = fusionrcg.apply(mf, "gpu", kernel_dir=args.kernel_dir, **args.engine)
     result, _ = timed_scf(mf, args.conv_tol, 1e-13, 100)
     return {k: result[k] for k in ("e_tot", "converged", "cycles")}
 
@@ -381,7 +387,7 @@ def run_memory(args, out) -> None:
         pool = cp.get_default_memory_pool()
         pool.free_all_blocks()
         start = time.perf_counter()
-        engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir)
+        engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir, **args.engine)
         setup = time.perf_counter() - start
         dm = cp.asarray(_make("rhf", mol, gpu=False).get_init_guess())
         start = time.perf_counter()
@@ -424,7 +430,7 @@ def run_host_share(args, out) -> None:
         base = _make("rhf", mol, gpu=True)
         base.max_cycle, base.verbose = 4, 0
         base.kernel()  # a mid-SCF density
-        engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir)
+        engine = fusionrcg.JK(mol, backend="gpu", kernel_dir=args.kernel_dir, **args.engine)
         dm = cp.asarray(base.make_rdm1())
         engine.get_jk(dm)
         _sync()
@@ -482,7 +488,7 @@ def run_accuracy(args, out) -> None:
         print(f"{spec}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
         start = time.perf_counter()
         engine = fusionrcg.JK(mol, args.backend, tol=args.direct_scf_tol,
-                              kernel_dir=args.kernel_dir)  # fmt: skip
+                              kernel_dir=args.kernel_dir, **args.engine)  # fmt: skip
         setup = time.perf_counter() - start
         for label, dm in _mid_scf_densities(mol).items():
             ref_j, ref_k = scf.hf.get_jk(mol, dm, hermi=1)
@@ -503,6 +509,32 @@ def run_accuracy(args, out) -> None:
             out(row)
 
 
+def engine_option(text: str) -> tuple[str, int | float | bool]:
+    """``NAME=VALUE`` of ``--engine-option``: a ``fusionrcg.JK`` argument with an integer,
+    float or true/false value."""
+    import inspect
+
+    import fusionrcg
+
+    name, sep, value = text.partition("=")
+    allowed = set(inspect.signature(fusionrcg.JK).parameters) - fusionrcg.jk.scf.ENGINE_SET
+    if not sep or name not in allowed:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE with NAME one of {', '.join(sorted(allowed))}, got {text!r}"
+        )
+    if value.lower() in ("true", "false"):
+        return name, value.lower() == "true"
+    try:
+        return name, int(value)
+    except ValueError:
+        try:
+            return name, float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name}: not a number or true/false: {value!r}"
+            ) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qcbench.scf.bench", description=__doc__)
     commands = ("scf", "energies", "memory", "host-share", "accuracy", "dft", "gradient")
@@ -518,6 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid-level", type=int, default=4, help="dft: the grid level")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernel-dir", default=None)
+    parser.add_argument("--engine-option", dest="engine", action="append", default=[],
+                        metavar="NAME=VALUE", type=engine_option,
+                        help="a fusionrcg.JK argument for every engine of the run "
+                        "(e.g. block_items=0; repeatable)")  # fmt: skip
     parser.add_argument("--engine-options", action="store_true",
                         help="scf: also time the engine's choices set the other way")  # fmt: skip
     parser.add_argument("--backend", default="gpu", choices=("cpu", "gpu"),
@@ -525,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deriv", action="store_true",
                         help="accuracy: also the derivative J and K (gradients)")  # fmt: skip
     args = parser.parse_args(argv)
+    args.engine = dict(args.engine)
     gpu = args.command != "accuracy" or args.backend == "gpu"
     args.out.mkdir(parents=True, exist_ok=True)
     records = args.out / "records.jsonl"

@@ -1,0 +1,34 @@
+"""``python -m qcbench.scf.bench``'s engine settings: parsed, refused, and passed to the engine
+(the accuracy subcommand runs on the CPU)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from qcbench.scf import bench
+
+
+def test_engine_option_values_are_typed():
+    assert bench.engine_option("block_items=0") == ("block_items", 0)
+    assert bench.engine_option("decontract=true") == ("decontract", True)
+    assert bench.engine_option("spread_items=False") == ("spread_items", False)
+
+
+@pytest.mark.parametrize("text", ["omega=0.3", "block_items", "nonsense=1", "streams=many"])
+def test_engine_option_refuses_what_the_engine_does_not_take(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        bench.engine_option(text)
+
+
+def test_accuracy_runs_with_engine_options(tmp_path):
+    argv = ["accuracy", "--systems", "water_clusters/002:sto-3g", "--backend", "cpu",
+            "--engine-option", "max_work=4", "--engine-option", "decontract=true",
+            "--out", str(tmp_path)]  # fmt: skip
+    assert bench.main(argv) == 0
+    rows = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert [row["method"] for row in rows] == ["rhf", "uhf"]
+    for row in rows:  # tolerances as the accuracy acceptance (tight screening, 1e-10)
+        assert row["max_dj"] <= 1e-10 and row["max_dk"] <= 1e-10
