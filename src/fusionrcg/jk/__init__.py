@@ -11,7 +11,7 @@ from __future__ import annotations
 from .engine import DEFAULT_TOL, JK, BuildProfile, JKInputError, JKTask
 from .grad import apply_grad
 from .kernels import prebuild
-from .scf import FusionJKMixin, apply
+from .scf import FusionJKMixin, apply, engine_option_names
 
 
 def get_jk(
@@ -31,6 +31,7 @@ __all__ = [
     "JKTask",
     "apply",
     "apply_grad",
+    "engine_option_names",
     "get_jk",
     "prebuild",
 ]

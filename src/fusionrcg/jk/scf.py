@@ -164,13 +164,18 @@ def _exchange_terms(mol, omega, kwargs) -> list[tuple[float, float]]:
 ENGINE_SET = {"self", "mol", "backend", "tol", "options", "kernel_dir", "omega"}
 
 
+def engine_option_names() -> frozenset[str]:
+    """The ``JK`` arguments that ``apply`` passes through (those the SCF object does not set)."""
+    return frozenset(inspect.signature(JK).parameters) - ENGINE_SET
+
+
 def apply(mf, backend: str = "auto", options="full", kernel_dir=None, **engine_options):
     """Make ``mf`` (PySCF or GPU4PySCF RHF, UHF, RKS, UKS, ...) build J and K with the
     generated kernels; returns ``mf`` itself. ``backend``: ``"auto"`` (the GPU when CuPy sees
     one), ``"gpu"`` or ``"cpu"``; ``options``: the kernels' ``KernelOptions`` or preset name;
     ``engine_options``: further ``JK`` arguments (``streams``, ``max_work``, ``block_items``,
     ...). The screening threshold is ``mf.direct_scf_tol``."""
-    allowed = set(inspect.signature(JK).parameters) - ENGINE_SET
+    allowed = engine_option_names()
     unknown = sorted(set(engine_options) - allowed)
     if unknown:
         known = ", ".join(sorted(allowed))

@@ -512,27 +512,22 @@ def run_accuracy(args, out) -> None:
 def engine_option(text: str) -> tuple[str, int | float | bool]:
     """``NAME=VALUE`` of ``--engine-option``: a ``fusionrcg.JK`` argument with an integer,
     float or true/false value."""
-    import inspect
-
-    import fusionrcg
+    from fusionrcg.jk import engine_option_names
 
     name, sep, value = text.partition("=")
-    allowed = set(inspect.signature(fusionrcg.JK).parameters) - fusionrcg.jk.scf.ENGINE_SET
+    allowed = engine_option_names()
     if not sep or name not in allowed:
         raise argparse.ArgumentTypeError(
             f"expected NAME=VALUE with NAME one of {', '.join(sorted(allowed))}, got {text!r}"
         )
     if value.lower() in ("true", "false"):
         return name, value.lower() == "true"
-    try:
-        return name, int(value)
-    except ValueError:
+    for number in (int, float):
         try:
-            return name, float(value)
+            return name, number(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name}: not a number or true/false: {value!r}"
-            ) from None
+            pass
+    raise argparse.ArgumentTypeError(f"{name}: not a number or true/false: {value!r}")
 
 
 def main(argv: list[str] | None = None) -> int:

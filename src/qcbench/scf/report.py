@@ -346,13 +346,13 @@ def where_time_goes(records: list[dict]) -> list[str]:
     lines = []
     for r in sorted((r for r in records if r["kind"] == "scf"), key=lambda r: r["nao"]):
         build = r["jk"].get("converged") or next(iter(r["jk"].values()))
-        if "profile" not in r:
-            lines.append(
-                f"- {r['molecule']} {r['basis']} ({r['nao']} AOs): one build "
-                f"{build['ours_s']:.3f} s against GPU4PySCF's get_jk "
-                f"{build['baseline_get_jk_s']:.3f} s and its SCF's get_j + get_k "
-                f"{build['baseline_get_j_get_k_s']:.3f} s; no profiled build in its record"
-            )
+        head = (
+            f"- {r['molecule']} {r['basis']} ({r['nao']} AOs): one build {build['ours_s']:.3f} s "
+            f"against GPU4PySCF's get_jk {build['baseline_get_jk_s']:.3f} s and its SCF's "
+            f"get_j + get_k {build['baseline_get_j_get_k_s']:.3f} s; "
+        )
+        if "profile" not in r:  # a run whose profiles did not come back
+            lines.append(head + "no profiled build in its record")
             continue
         phases = r["profile"]["phases_s"]
         total = sum(phases.values()) or 1.0
@@ -363,9 +363,7 @@ def where_time_goes(records: list[dict]) -> list[str]:
             for c in top
         )
         lines.append(
-            f"- {r['molecule']} {r['basis']} ({r['nao']} AOs): one build {build['ours_s']:.3f} s "
-            f"against GPU4PySCF's get_jk {build['baseline_get_jk_s']:.3f} s and its SCF's "
-            f"get_j + get_k {build['baseline_get_j_get_k_s']:.3f} s; a profiled build spends "
+            head + f"a profiled build spends "
             f"{100 * phases.get('integrals', 0) / total:.0f}% in the integral kernels, "
             f"{100 * phases.get('screening', 0) / total:.0f}% screening and "
             f"{100 * phases.get('kernel 2', 0) / total:.0f}% in Kernel 2; the slowest classes: "
