@@ -87,3 +87,32 @@ def test_blocks_cut_into_bra_pieces_make_the_whole_blocks_items():
         expected = _item_set(host.class_items(whole.pairs, whole_blocks, screen))
         assert _item_set(host.class_items(cut.pairs, pieces, screen)) == expected
         assert _item_set(device.class_items(cut.pairs, pieces, screen)) == expected
+
+
+def test_rounds_over_several_classes_make_each_blocks_items():
+    """``rounds``: the blocks of several classes screened together, in rounds that cut across
+    classes and blocks, give each block (named by its position) the host screener's items."""
+    mol = gto.M(atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59", basis="cc-pvdz", verbose=0)
+    engine = JK(mol, backend="cpu", max_work=5)
+    dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
+    arrays = HostArrays()
+    sizes = np.diff([*engine.basis.ao, engine.basis.nao])
+    blocks = arrays.block_absmax(dm[None], engine.basis.ao, sizes)
+    screen = Screen(1e-11, blocks, float(blocks.max()), True, True)
+    # the emulation is slow: the s classes and (ps|ss), each class's blocks together
+    work = [b for kernels, bl in engine.classes if kernels.cls.total <= 1 for b in bl]
+    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
+    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
+    device = DeviceScreener(HostArrays(), 40, kernel, gather, spread=False)
+    rounds = list(device.rounds(engine.pairs, work, screen))
+    assert len(rounds) > 1
+    for found in rounds:
+        assert all(work[i] is block for i, block, _ in found)
+        assert [i for i, _, _ in found] == sorted(i for i, _, _ in found)
+    got = _item_set((block, items) for found in rounds for _, block, items in found)
+    expected = _item_set(
+        (block, items) for found in HostScreener(arrays).rounds(engine.pairs, work, screen)
+        for _, block, items in found
+    )  # fmt: skip
+    assert got == expected
+    assert sum(len(v) for v in expected.values()) > 1000

@@ -110,6 +110,30 @@ def test_an_error_in_a_class_still_orders_the_caller_after_the_streams():
     assert cp.cuda.get_current_stream() is cp.caller
 
 
+def test_the_caller_waits_for_a_mark_without_the_streams_later_work():
+    """``mark`` then ``wait``: the caller's stream is ordered after each stream's work at the
+    mark (a round's readers), not after what the streams are given later."""
+    cp = _FakeCupy()
+    pool = ClassStreams(cp, 2)
+    with pool.build():
+        with pool.one_class():
+            pass
+        marked = pool.mark()
+        assert [e.stream.name for e in marked] == ["s0", "s1"]
+        cp.log.clear()
+        with pool.one_class():
+            pass
+        pool.wait(marked)
+        assert [e for e in cp.log if e[0] == "wait"] == [
+            ("wait", "caller", "s0"), ("wait", "caller", "s1")
+        ]  # fmt: skip
+    one = ClassStreams(cp, 1)
+    assert one.mark() == []
+    cp.log.clear()
+    one.wait([])
+    assert cp.log == []
+
+
 def test_stream_count_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         ClassStreams(_FakeCupy(), 0)

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import groupby
 
 import numpy as np
 
@@ -498,19 +499,25 @@ class JK:
         screen = self._screen(dk, with_j, with_k)
         tick("densities")
         if tasks is None:
-            work = iter(self.classes)
+            work = [(kernels, block) for kernels, bl in self.classes for block in bl]
         else:
-            work = ((self.classes[k][0], [block]) for k, block in self._drawn(tasks))
+            work = [(self.classes[k][0], block) for k, block in self._drawn(tasks)]
         with self.streams.build():
-            for kernels, class_blocks in work:
-                with self.streams.one_class():
-                    for block, items in self._screener.class_items(
-                        self.pairs, class_blocks, screen
-                    ):
-                        tick("screening")
-                        if prof is not None:
-                            self._count(prof, kernels, items, block.items_per_quartet)
-                        self._run(kernels, items, dk, vj, vk, tick)
+            read = []  # the streams' reads of the previous round's items
+            for found in self._screener.rounds(self.pairs, [b for _, b in work], screen):
+                tick("screening")
+                for _, pieces in groupby(found, key=lambda piece: id(work[piece[0]][0])):
+                    pieces = list(pieces)
+                    kernels = work[pieces[0][0]][0]
+                    with self.streams.one_class():
+                        for _, block, items in pieces:
+                            if prof is not None:
+                                self._count(prof, kernels, items, block.items_per_quartet)
+                            self._run(kernels, items, dk, vj, vk, tick)
+                # the previous round's items are let go when the next round is drawn: the
+                # caller's stream waits for their readers first (``streams`` contract)
+                self.streams.wait(read)
+                read = self.streams.mark()
         if vj is not None:
             vj = vj[:n] + vj[:n].transpose(0, 2, 1)
         if vk is not None:

@@ -1,16 +1,18 @@
-"""Concurrent classes: each canonical class of a build screened and run on one of several CUDA
-streams, so that classes which cannot fill the device overlap.
+"""Concurrent classes: each canonical class of a build run on one of several CUDA streams, so
+that classes which cannot fill the device overlap.
 
 A class of high angular momentum has few quartets (tens to thousands for (gg|gg) in cc-pVQZ)
-and one thread per item; alone on the device it runs at the latency of one long thread. The
-screening of a class also waits on the host twice (the room its items need, how many were
-written). On several streams these overlap the other classes' kernels.
+and one thread per item; alone on the device it runs at the latency of one long thread. On
+several streams these overlap the other classes' kernels.
 
 Contract: everything one class allocates, launches and frees happens on its stream, so CuPy's
 per-stream memory pool never hands a buffer still read by one stream to another. What the
 classes share (the densities, the screening blocks, J and K, the gradient) is made on the
 caller's stream before the build and read or updated atomically by the classes; ``build``
 orders the streams after the caller's work and the caller's stream after the streams' work.
+Work lists the caller's stream makes during a build (the screening rounds of an energy build)
+are read by the streams; the caller's stream ``wait``s for them (``mark``) before it lets go
+of a list, so that its next allocation cannot reuse memory still being read.
 """
 
 from __future__ import annotations
@@ -55,8 +57,19 @@ class ClassStreams:
         try:
             yield
         finally:
-            for stream in self._streams:
-                caller.wait_event(stream.record())
+            self.wait(self.mark())
+
+    def mark(self) -> list[Any]:
+        """Events that complete when each stream's work so far is done (none with one
+        stream)."""
+        return [stream.record() for stream in self._streams]
+
+    def wait(self, events: list[Any]) -> None:
+        """The current stream's later work waits for ``events`` (``mark``), without the host
+        waiting: what it allocates afterwards may reuse memory the streams read before."""
+        current = self._cp.cuda.get_current_stream() if events else None
+        for event in events:
+            current.wait_event(event)
 
     def _pick(self) -> int:
         """An idle stream (its last class done) if there is one, else the next in turn."""

@@ -85,6 +85,11 @@ class Block:
         return [replace(self, lo=a, hi=b) for a, b in zip(edges[:-1], edges[1:])]
 
 
+Round = list[tuple[int, Block, ItemBatch]]
+"""The items of one screening round: (position of the block in the blocks screened, block,
+its items), blocks in the order given."""
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -146,10 +151,16 @@ class HostScreener:
         self.limit = limit
 
     def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
-        """The items of each block of a class that pass the screening."""
+        """The items of each block of ``class_blocks`` that pass the screening."""
         for block in class_blocks:
             for items in self.items(table, block, screen):
                 yield block, items
+
+    def rounds(self, table, blocks: list[Block], screen: Screen) -> Iterator[Round]:
+        """The surviving items of ``blocks`` (of any classes), a round per screening step."""
+        for i, block in enumerate(blocks):
+            for items in self.items(table, block, screen):
+                yield [(i, block, items)]
 
     def items(self, table: PairTable, block: Block, screen: Screen) -> Iterator[ItemBatch]:
         xp = self.arrays.xp
@@ -327,8 +338,9 @@ extern "C" __global__ void frcg_gather_items(
 
 @dataclass(frozen=True)
 class _Segment:
-    """Bra pairs [lo, hi) (local to the bra group) of a block."""
+    """Bra pairs [lo, hi) (local to the bra group) of block ``index`` of a build's blocks."""
 
+    index: int
     block: Block
     lo: int
     hi: int
@@ -340,10 +352,11 @@ class _Segment:
 
 
 class DeviceScreener:
-    """The screening and items of a class in two kernel launches per round of its blocks
-    (CuPy: the GPU): one counts each block's candidates (the room its items may need), one
-    tests them and writes the survivors' items; the host reads back one small array after
-    each, not one per block."""
+    """The screening and items of a build's blocks in one counting launch and, per round of at
+    most ``limit`` candidate items, one launch that tests them and writes the survivors' items
+    (CuPy: the GPU); the host reads back one small array after each, not one per block or
+    class. A round's items are views of the round's arrays, each block's written contiguously
+    (or, with ``spread``, packed again in a strided order)."""
 
     THREADS = 256
 
@@ -383,38 +396,50 @@ class DeviceScreener:
         return self.arrays.to_host(total).astype(np.int64)
 
     def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
+        """The items of each block of ``class_blocks`` that pass the screening."""
+        for found in self.rounds(table, class_blocks, screen):
+            for _, block, items in found:
+                yield block, items
+
+    def rounds(self, table, blocks: list[Block], screen: Screen) -> Iterator[Round]:
+        """The surviving items of ``blocks`` (of any classes), in rounds. Contract: a round's
+        arrays are made on the current stream when the round is drawn, and freed when the
+        caller lets go of it; work of other streams that reads them must be ordered before
+        that stream's next allocation (``streams.ClassStreams.wait``)."""
         if screen.largest <= 0.0:
             return
-        whole = [_Segment(b, b.lo, b.bra_stop) for b in class_blocks
+        whole = [_Segment(i, b, b.lo, b.bra_stop) for i, b in enumerate(blocks)
                  if b.bra_pairs > 0 and b.ket.size]  # fmt: skip
         if not whole:
             return
         room = self._launch(table, screen, whole, write=False)
-        rounds, current, used = [], [], 0
+        current, used = [], 0
+        for piece in self._pieces(table, screen, whole, room):
+            if current and used + piece[1] > self.limit:
+                yield self._round(table, screen, current)
+                current, used = [], 0
+            current.append(piece)
+            used += piece[1]
+        if current:
+            yield self._round(table, screen, current)
+
+    def _pieces(self, table, screen, whole, room) -> Iterator[tuple[_Segment, int]]:
+        """(segment, candidate items) of each segment with candidates; a block with more than
+        ``limit`` in bra ranges of at most ``limit`` (at least one bra pair)."""
         for segment, need in zip(whole, room):
             if need == 0:
                 continue
-            pieces = [(segment, need)]
-            if need > self.limit:  # a block too large for one round: by bra ranges
-                block = segment.block
-                counts = _ket_counts(self.arrays.xp, table, block, screen)
-                counts = self.arrays.to_host(counts) * block.items_per_quartet
-                pieces = [
-                    (_Segment(block, block.lo + lo, block.lo + hi), int(counts[lo:hi].sum()))
-                    for lo, hi in _bra_ranges(counts, self.limit)
-                ]
-            for piece in pieces:
-                if current and used + piece[1] > self.limit:
-                    rounds.append(current)
-                    current, used = [], 0
-                current.append(piece)
-                used += piece[1]
-        if current:
-            rounds.append(current)
-        for pieces in rounds:
-            yield from self._round(table, screen, pieces)
+            if need <= self.limit:
+                yield segment, int(need)
+                continue
+            block = segment.block
+            counts = _ket_counts(self.arrays.xp, table, block, screen)
+            counts = self.arrays.to_host(counts) * block.items_per_quartet
+            for lo, hi in _bra_ranges(counts, self.limit):
+                part = _Segment(segment.index, block, block.lo + lo, block.lo + hi)
+                yield part, int(counts[lo:hi].sum())
 
-    def _round(self, table, screen, pieces) -> Iterator[tuple[Block, ItemBatch]]:
+    def _round(self, table, screen, pieces) -> Round:
         cp = self.arrays.xp
         region = np.cumsum([0] + [need for _, need in pieces]).astype(np.int64)
         n = int(region[-1])
@@ -423,25 +448,28 @@ class DeviceScreener:
         written = self._launch(table, screen, segments, True, region, out)
         if np.any(written > np.diff(region)):
             raise RuntimeError("the screening kernel found more items than it counted")
-        quartets, scales, ranges = self._gather(region, written, out)
-        start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)
-        for segment, lo, hi in zip(segments, start[:-1], start[1:]):
-            if hi > lo:
-                lo, hi = int(lo), int(hi)
-                yield (
-                    segment.block,
-                    ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * lo : 2 * hi]),
-                )
+        if self.spread:
+            quartets, scales, ranges = self._gather(region, written, out)
+            start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)[:-1]
+        else:  # each segment's items lie at the start of its region
+            (quartets, scales, ranges), start = out, region[:-1]
+        found = []
+        for segment, lo, count in zip(segments, start, written):
+            if count:
+                lo, hi = int(lo), int(lo + count)
+                items = ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * lo : 2 * hi])
+                found.append((segment.index, segment.block, items))
+        return found
 
     def _gather(self, region: np.ndarray, written: np.ndarray, items):
-        """The written items of every segment, packed one after another; with ``spread`` each
-        segment's in the order q -> (q * stride) mod n for a stride coprime to its n, so that
-        neighbours come from far apart in the written order (different bras and kets)."""
+        """The written items of every segment, packed one after another, each segment's in the
+        order q -> (q * stride) mod n for a stride coprime to its n, so that neighbours come
+        from far apart in the written order (different bras and kets)."""
         cp = self.arrays.xp
         start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)
         total = int(start[-1])
         strides = np.array(
-            [next(p for p in SPREAD_STRIDES if n % p) if self.spread and n else 1 for n in written],
+            [next(p for p in SPREAD_STRIDES if n % p) if n else 1 for n in written],
             dtype=np.int64,
         )
         out = (cp.empty((total, 4), dtype=cp.int32), cp.empty(total),
