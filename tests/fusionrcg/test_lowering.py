@@ -47,7 +47,10 @@ def test_tier1_source_is_straight_line_with_accumulators():
     assert k.source.count(" += v") == plan.n_accumulators  # one accumulation per HRR input
     assert k.source.count("OUT(") == 25 + 1  # 25 outputs plus the macro definition
     jk = lower(plan, "cuda", "jk")
-    assert jk.source.count("FRCG_JK(") == 25 + 1
+    assert jk.source.count("const double I") == 25  # each integral kept for the contraction
+    # one atomic update per element of J_ab, J_cd, K_ac, K_bc, K_ad, K_bd (5 5 25 5 5 1 for
+    # (ds|ds)), not six per integral, plus the macro definition
+    assert jk.source.count("ATOMIC(") == 46 + 1
 
 
 def test_small_classes_read_the_next_ket_row_ahead():
@@ -110,7 +113,8 @@ def test_tier2_slot_bank_placement():
     # the generated Kernel 2 travels in the same source (CUDA only), for few integrals
     small = lower(plan_class(QuartetClass(2, 0, 1, 1), "tier2-only"), "cuda", "store")
     assert small.jk_kernel == f"{small.name}_jk" and f"void {small.jk_kernel}(" in small.source
-    assert small.source.count("FRCG_JK(") == 1 + 45  # the macro and one per integral
+    # (ds|pp): one atomic update per element of the six J/K blocks (5 9 15 3 15 3)
+    assert small.source.split(f"void {small.jk_kernel}(")[1].count("ATOMIC(") == 50
     assert shared.jk_kernel is None  # 135 integrals: Kernel 2 is the thread-block form
     assert lower(plan, "cpp", "store").jk_kernel is None
     forced = lower(plan, "cuda", "store", bank="global")

@@ -2,10 +2,10 @@
 
 Every class has a store kernel: it evaluates the Schwarz bounds of the diagonal classes and, for
 Tier 2 and for Tier 1 classes with more than ``FUSED_MAX_OUTPUTS`` integrals, the integrals that
-Kernel 2 contracts into J and K. Tier 1 classes up to that size fold J and K into their own
-epilogue (the fused kernel): their six atomic updates per integral are cheaper than storing and
-reading the integrals again, while above it a thread block per quartet that contracts the stored
-integrals makes fewer updates.
+Kernel 2 contracts into J and K. Tier 1 classes up to that size contract J and K in their own
+epilogue (the fused kernel): the quartet's integrals stay in registers and each element of the
+six J/K blocks it touches gets one atomic update, with no integrals stored and read again;
+above that size holding them would spill.
 """
 
 from __future__ import annotations

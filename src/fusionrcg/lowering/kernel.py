@@ -6,10 +6,11 @@ with their precomputed Gaussian-product data, Boys function) and differ in where
 * Tier 1: one function; VRR vertices, the accumulator bank and Phase 2 are registers in the
   plan's order, up to the model's register budgets; beyond them values live in per-thread
   shared-memory slots (``placement``); a kernel the model holds to fewer registers for
-  occupancy carries launch bounds. The epilogue writes each integral (``store``), folds
-  it into J and K with atomic adds (``jk``) or, for a derivative class, weighs it with the
-  densities into three sums that end as per-atom energy gradients (``grad``), as soon as it is
-  computed.
+  occupancy carries launch bounds. The epilogue writes each integral as soon as it is
+  computed (``store``), keeps it for the quartet's J and K contraction (``jk``: one atomic
+  update per element of the six J/K blocks, ``_jk_contraction``) or, for a derivative class,
+  weighs it with the densities into three sums that end as per-atom energy gradients
+  (``grad``).
 * Tier 2: VRR segments (``layout.tier2_layout``) as non-inlined functions over a shared
   ``FrcgPrim`` record; accumulators and segment-crossing values in the interleaved slot buffer;
   Phase 2 as straight-line non-inlined functions generated from the layout's program (values
@@ -19,7 +20,8 @@ with their precomputed Gaussian-product data, Boys function) and differ in where
   bank is in shared memory when a warp's bank fits (``SHARED_BANK_MAX_BYTES``), in the global
   buffer otherwise, and for classes with few integrals the source also holds a generated
   Kernel 2 (``<name>_jk``): one thread per quartet folding the class's integrals, read back
-  from the output buffer, into J and K with the same unrolled updates as Tier 1's J/K epilogue.
+  from the output buffer, into J and K with the same unrolled contraction as Tier 1's J/K
+  epilogue.
 """
 
 from __future__ import annotations
@@ -313,37 +315,56 @@ def _vrr_statement(dag: Dag, v: int, name, boys_leaf, ready) -> str:
     return f"const double {name(v)} = {value};"
 
 
-def _jk_macro() -> str:
-    """Half J and K updates of one integral (8-fold symmetry through the quartet's scale) for
-    each of the ``n_dm`` densities stacked in ``dm`` (nao x nao each, likewise ``vj`` and
-    ``vk``); a null ``vj`` or ``vk`` leaves that matrix out (a branch uniform over the launch)."""
-    a, b, c, d = "oa + (i)", "ob + (j)", "oc + (k)", "od + (l)"
-    coulomb = [
-        ("vj", a, b, f"DM({c}, {d}) + DM({d}, {c})"),
-        ("vj", c, d, f"DM({a}, {b}) + DM({b}, {a})"),
-    ]
-    exchange = [
-        ("vk", a, c, f"DM({b}, {d})"),
-        ("vk", b, c, f"DM({a}, {d})"),
-        ("vk", a, d, f"DM({b}, {c})"),
-        ("vk", b, d, f"DM({a}, {c})"),
-    ]
+def _jk_contraction(shape: tuple[int, ...], value) -> list[str]:
+    """Half J and K of one quartet's integrals (``value(k)``: the expression of integral k in
+    the order of ``shape``'s positions) for each of the ``n_dm`` densities stacked in ``dm``
+    (nao x nao each, likewise ``vj`` and ``vk``), 8-fold symmetry through the quartet's scale
+    ``sq``: each element of the six J and K blocks the quartet touches sums its integrals
+    against the density block first and is then added with one atomic update (J_ab, J_cd,
+    K_ac, K_bc, K_ad, K_bd: ni nj + nk nl + ni nk + nj nk + ni nl + nj nl updates, where one
+    per integral and block would be six times the integrals). A null ``vj`` or ``vk`` leaves
+    that matrix out (a branch uniform over the launch)."""
+    ni, nj, nk, nl = shape
+    at = {q: n for n, q in enumerate(product(range(ni), range(nj), range(nk), range(nl)))}
+    off = {"a": "oa", "b": "ob", "c": "oc", "d": "od"}
+    size = {"a": ni, "b": nj, "c": nk, "d": nl}
 
-    def updates(matrix: str, rows) -> list[str]:
-        body = [f"ATOMIC({m}_[(size_t)({r}) * nao + {s}], sv_ * ({x}));" for m, r, s, x in rows]
-        return [f"if ({matrix}) {{", f"double* const {matrix}_ = {matrix} + o_;", *body, "}"]
+    def block(matrix: str, rows: str, cols: str, weight, symmetric: bool) -> list[str]:
+        """matrix[rows, cols] += sum over the other two positions of I * D(weight pair)."""
+        x, y = weight
+        lines = ["{"]
+        for u, w in product(range(size[x]), range(size[y])):
+            d = f"DM({off[x]} + {u}, {off[y]} + {w})"
+            if symmetric:
+                d += f" + DM({off[y]} + {w}, {off[x]} + {u})"
+            lines.append(f"const double w{u}_{w} = {d};")
+        for r, c in product(range(size[rows]), range(size[cols])):
+            terms = []
+            for u, w in product(range(size[x]), range(size[y])):
+                pos = {rows: r, cols: c, x: u, y: w}
+                terms.append(f"{value(at[pos['a'], pos['b'], pos['c'], pos['d']])} * w{u}_{w}")
+            target = f"{matrix}_[(size_t)({off[rows]} + {r}) * nao + {off[cols]} + {c}]"
+            lines.append(f"ATOMIC({target}, sq * ({' + '.join(terms)}));")
+        return lines + ["}"]
 
-    lines = [
-        "#define FRCG_JK(i, j, k, l, val) do {",
-        "const double sv_ = sq * (val);",
+    return [
         "for (int m_ = 0; m_ < n_dm; ++m_) {",
         "const size_t o_ = (size_t)m_ * nao * nao;",
         "const double* const dm_ = dm + o_;",
-        *updates("vj", coulomb),
-        *updates("vk", exchange),
+        "if (vj) {",
+        "double* const vj_ = vj + o_;",
+        *block("vj", "a", "b", "cd", True),
+        *block("vj", "c", "d", "ab", True),
+        "}",
+        "if (vk) {",
+        "double* const vk_ = vk + o_;",
+        *block("vk", "a", "c", "bd", False),
+        *block("vk", "b", "c", "ad", False),
+        *block("vk", "a", "d", "bc", False),
+        *block("vk", "b", "d", "ac", False),
+        "}",
         "}",
     ]
-    return " \\\n    ".join(lines) + " \\\n} while (0)"
 
 
 def _grad_macro() -> str:
@@ -395,8 +416,8 @@ def _grad_close(deriv: int) -> list[str]:
 
 
 def _epilogue_line(epilogue: Epilogue, k: int, index: tuple[int, ...], value: str) -> str:
-    if epilogue is Epilogue.JK:
-        return f"FRCG_JK({', '.join(map(str, index))}, {value});"
+    if epilogue is Epilogue.JK:  # kept for the quartet's contraction (``_jk_contraction``)
+        return f"const double I{k} = {value};"
     if epilogue is Epilogue.GRAD:  # index: (component, i, j, k, l)
         x, *rest = index
         return f"FRCG_GRAD(g{x}, {', '.join(map(str, rest))}, {value});"
@@ -443,7 +464,8 @@ def _tier1_body(
         lines += EPILOGUE_QUARTET
     elif epilogue is Epilogue.GRAD:
         lines += _grad_open()
-    # each integral leaves as soon as it exists, so that outputs do not pile up in registers
+    # each integral leaves (is stored, kept for the J/K contraction or weighed) as soon as it
+    # exists, so that the HRR's intermediates do not pile up in registers
     index = list(product(*(range(s) for s in g.output_shape)))
     outputs_of: dict[int, list[int]] = {}
     for k, v in enumerate(g.hrr.outputs):
@@ -469,6 +491,8 @@ def _tier1_body(
             slot[x] = s
     if epilogue is Epilogue.GRAD:
         lines += _grad_close(plan.cls.deriv)
+    elif epilogue is Epilogue.JK:
+        lines += _jk_contraction(g.output_shape, lambda k: f"I{k}")
     return lines
 
 
@@ -481,7 +505,9 @@ JK_KERNEL_ARGS = """const int n, const int* __restrict__ quartets,
 
 def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
     """Kernel 2 generated for the class over the integrals of a store launch (tiled,
-    ``target.OUTPUT_TILE``)."""
+    ``target.OUTPUT_TILE``), contracting them as Tier 1's J/K epilogue does."""
+    shape = plan.graph.output_shape
+    nout = str(math.prod(shape))
     lines = [
         "const int q = blockIdx.x * blockDim.x + threadIdx.x;",
         "if (q >= n) return;",
@@ -489,11 +515,11 @@ def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
         "const int oa = seg_ao[quartets[4 * q]], ob = seg_ao[quartets[4 * q + 1]];",
         "const int oc = seg_ao[quartets[4 * q + 2]], od = seg_ao[quartets[4 * q + 3]];",
     ]
-    shape = plan.graph.output_shape
-    nout = str(math.prod(shape))
-    for k, (i, j, kk, ll) in enumerate(product(*(range(s) for s in shape))):
-        value = f"ints[{tiled_output_index(str(k), 'q', nout)}]"
-        lines.append(f"FRCG_JK({i}, {j}, {kk}, {ll}, {value});")
+    lines += [
+        f"const double I{k} = ints[{tiled_output_index(str(k), 'q', nout)}];"
+        for k in range(math.prod(shape))
+    ]
+    lines += _jk_contraction(shape, lambda k: f"I{k}")
     return f"{target.kernel} {name}({JK_KERNEL_ARGS})\n{{\n{_indent(lines)}\n}}\n"
 
 
@@ -749,9 +775,7 @@ def lower(
             held = plan.tier1_registers
         elif plan.tier1_fallback is not None:
             placement = plan.tier1_fallback
-        if epi is Epilogue.JK:
-            parts.append(_jk_macro())
-        elif epi is Epilogue.GRAD:
+        if epi is Epilogue.GRAD:
             parts.append(_grad_macro())
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
         body += _tier1_body(
@@ -782,7 +806,7 @@ def lower(
         bank_threads = SHARED_BANK_THREADS if shared else 0
         if tgt.name == "cuda" and n_out <= generated_kernel2_max_outputs and plan.cls.deriv is None:
             jk_kernel = f"{name}_jk"
-            parts += [_jk_macro(), _jk_kernel(plan, tgt, jk_kernel)]
+            parts.append(_jk_kernel(plan, tgt, jk_kernel))
     kernel_lines = [f"const int nout = {n_out};", "(void)nout;"]
     kernel_lines += [tgt.quartet_begin, *_prologue(plan), *body, tgt.quartet_end]
     bounds = tgt.launch_bounds(held) if held is not None else ""

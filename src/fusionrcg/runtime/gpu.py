@@ -42,10 +42,9 @@ JK_THREADS = 64
 # integrals (few enough that one thread's atomic updates cost less than a block's staging),
 # and the block form above
 KERNEL2_THREAD_MAX_OUTPUTS = 40
-# Tier 1's fused J/K epilogue makes six atomic updates per integral; Kernel 2's block form
-# makes one per element of the six J/K blocks a quartet touches. With warps of uniform
-# primitive counts the atomic updates bound the fused epilogue of the larger classes, so above
-# this size they store their integrals and run Kernel 2.
+# Tier 1's fused J/K epilogue holds a quartet's integrals in registers and makes one atomic
+# update per element of the six J/K blocks it touches, as Kernel 2 does; above this size
+# holding them would spill, so those classes store their integrals and run Kernel 2.
 TIER1_FUSED_JK_MAX_OUTPUTS = 63
 # Quartets with more primitive quartets run as several items (``runtime.pairs``): in basis sets
 # with deeply contracted shells a few quartets hold hundreds of primitive quartets where the
