@@ -85,6 +85,22 @@ def test_split_items_add_up(water_dz, backend):
     assert sum(prof.items.values()) > sum(prof.quartets.values())
 
 
+def test_fused_threshold_picks_the_contraction_path(water_dz, backend):
+    """(pp|pp)'s 81 integrals: contracted in its own epilogue by default, stored for Kernel 2
+    at a lower threshold, through Kernel 2 for every class at 0; the same J and K each way."""
+    from fusionrcg.angmom import QuartetClass
+
+    dm = _random_density(water_dz.nao, 2, seed=8)
+    pp = QuartetClass(1, 1, 1, 1)
+    for limit, fused in ((81, True), (63, False), (0, False)):
+        engine = JK(water_dz, backend=backend, tol=1e-14, fused_max_outputs=limit)
+        assert (engine.kernels(pp).fused is not None) is fused
+        assert any(k.fused is not None for k, _ in engine.classes) is (limit > 0)
+        _check(engine, water_dz, dm)
+    with pytest.raises(JKInputError, match="fused_max_outputs"):
+        JK(water_dz, backend=backend, fused_max_outputs=-1)
+
+
 def test_cartesian_basis(get_molecule, backend):
     mol = get_molecule("water_clusters/002", "cc-pvdz", cart=True)
     _check(JK(mol, backend=backend, tol=1e-14), mol, _random_density(mol.nao)[0])

@@ -359,9 +359,10 @@ def test_paper_quartets_set_tier1_only_against_tier2_only(tmp_path):
 def test_runtime_jk_forms_by_tier_and_size():
     """Tier 1 folds J/K into its epilogue up to the limit, then stores and runs Kernel 2 (never
     a generated one: Tier 1 binaries hold none); Tier 2 never fuses."""
-    from fusionrcg.runtime.gpu import TIER1_FUSED_JK_MAX_OUTPUTS, kernel2_form
+    from fusionrcg.lowering.kernel import FUSED_JK_MAX_OUTPUTS
+    from fusionrcg.runtime.gpu import kernel2_form
 
-    small, large = (TIER1_FUSED_JK_MAX_OUTPUTS, 1, 1, 1), (TIER1_FUSED_JK_MAX_OUTPUTS + 1, 1, 1, 1)
+    small, large = (FUSED_JK_MAX_OUTPUTS, 1, 1, 1), (FUSED_JK_MAX_OUTPUTS + 1, 1, 1, 1)
     assert kernel2_form(small, tier=Tier.REGISTER) == "fused"
     assert kernel2_form(large, tier=Tier.REGISTER) == kernel2_form(large, generated=False)
     assert kernel2_form((3, 3, 3, 1), tier=Tier.REGISTER) == "fused"

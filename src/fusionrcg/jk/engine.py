@@ -23,6 +23,7 @@ import numpy as np
 from ..angmom import QuartetClass
 from ..errors import DeviceError, InputError
 from ..library.store import LibraryKernel
+from ..lowering.kernel import FUSED_JK_MAX_OUTPUTS
 from ..lowering.target import Epilogue, untile_outputs
 from ..options import KernelOptions, kernel_options
 from ..runtime.device import cupy_or_none
@@ -145,6 +146,9 @@ class JK:
     of the recurrences, where the straight-line kernel runs an item per thread and few items
     leave the GPU idle), energy and derivative builds alike; 0 never; by default
     ``GPU_BLOCK_ITEMS`` on the GPU, 0 on the CPU (one thread there either way).
+    ``fused_max_outputs``: Tier 1 classes with at most this many integrals contract J and K
+    in their integral kernel (``jk.kernels``), larger ones store their integrals for Kernel 2;
+    0 runs every class through Kernel 2.
     """
 
     def __init__(
@@ -162,6 +166,7 @@ class JK:
         omega: float | None = None,
         streams: int = DEFAULT_STREAMS,
         block_items: int | None = None,
+        fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -174,6 +179,8 @@ class JK:
             raise JKInputError(f"streams must be a positive count, got {streams!r}")
         if block_items is not None and block_items < 0:
             raise JKInputError(f"block_items must be a count >= 0, got {block_items!r}")
+        if fused_max_outputs < 0:
+            raise JKInputError(f"fused_max_outputs must be a count >= 0, got {fused_max_outputs!r}")
         omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
         if not np.isfinite(omega):
             raise JKInputError(f"omega must be finite, got {omega!r}")
@@ -189,8 +196,10 @@ class JK:
             self._long_range = JK(
                 mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
                 spread_items, task_pairs, omega=-omega, streams=streams, block_items=block_items,
+                fused_max_outputs=fused_max_outputs,
             )  # fmt: skip
         self.profile = profile
+        self.fused_max_outputs = fused_max_outputs
         self.last_profile: BuildProfile | None = None
         self.basis, contraction = engine_basis(mol, decontract)
         self._nao = mol.nao_nr(cart=mol.cart)
@@ -286,7 +295,10 @@ class JK:
         """The kernels of the canonical class ``cls``, resolved once."""
         if cls not in self._kernels:
             threads = BLOCK_THREADS if self.block_items else 0
-            self._kernels[cls] = class_kernels(cls, *self._kernel_args, block_threads=threads)
+            self._kernels[cls] = class_kernels(
+                cls, *self._kernel_args, block_threads=threads,
+                fused_max_outputs=self.fused_max_outputs,
+            )  # fmt: skip
         return self._kernels[cls]
 
     def deriv_kernels(

@@ -1,11 +1,12 @@
 """The kernels a J/K build runs for each canonical class, and building them ahead of time.
 
 Every class has a store kernel: it evaluates the Schwarz bounds of the diagonal classes and, for
-Tier 2 and for Tier 1 classes with more than ``FUSED_MAX_OUTPUTS`` integrals, the integrals that
-Kernel 2 contracts into J and K. Tier 1 classes up to that size contract J and K in their own
-epilogue (the fused kernel): the quartet's integrals stay in registers and each element of the
-six J/K blocks it touches gets one atomic update, with no integrals stored and read again;
-above that size holding them would spill.
+Tier 2 and for Tier 1 classes with more integrals than the fused threshold
+(``lowering.kernel.FUSED_JK_MAX_OUTPUTS`` by default), the integrals that Kernel 2 contracts
+into J and K. Tier 1 classes up to that size contract J and K in their own epilogue (the fused
+kernel): the quartet's integrals stay in registers and each element of the six J/K blocks it
+touches gets one atomic update, with no integrals stored and read again; above that size
+holding them would spill.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from dataclasses import dataclass
 
 from ..angmom import QuartetClass, canonical_classes
 from ..library.store import LibraryKernel, get_kernel
+from ..lowering.kernel import FUSED_JK_MAX_OUTPUTS
 from ..lowering.target import Epilogue
 from ..options import KernelOptions, kernel_options
 from ..variants import Tier
 from .deriv import DERIV_POSITIONS
-
-FUSED_MAX_OUTPUTS = 63
-"""Tier 1 classes with at most this many integrals contract J and K in their own epilogue."""
 
 FIRST_FORM_MIN_TOTAL = 7
 """From this total on, every Tier 1 form of a class spills: the J/K engine builds the first
@@ -51,8 +50,10 @@ class ClassKernels:
         return self.store.output_shape
 
 
-def uses_fused(store: LibraryKernel) -> bool:
-    return store.tier is Tier.REGISTER and store.n_outputs <= FUSED_MAX_OUTPUTS
+def uses_fused(store: LibraryKernel, max_outputs: int = FUSED_JK_MAX_OUTPUTS) -> bool:
+    """Whether the class of ``store`` contracts J and K in its own epilogue: Tier 1 with at
+    most ``max_outputs`` integrals."""
+    return store.tier is Tier.REGISTER and store.n_outputs <= max_outputs
 
 
 def _library_options(cls: QuartetClass, options: KernelOptions) -> KernelOptions:
@@ -71,13 +72,15 @@ def class_kernels(
     arch: str,
     directory=None,
     block_threads: int = 0,
+    fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
 ) -> ClassKernels:
     """The kernels of ``cls`` from the library (built on first use); with ``block_threads``
-    also the block form of a Tier 2 class, that many threads per item."""
+    also the block form of a Tier 2 class, that many threads per item; the fused J/K kernel
+    where the class is Tier 1 with at most ``fused_max_outputs`` integrals."""
     options = _library_options(cls, options)
     store = get_kernel(cls, options, spherical, Epilogue.STORE, target, arch, directory)
     fused = block = None
-    if uses_fused(store):
+    if uses_fused(store, fused_max_outputs):
         fused = get_kernel(cls, options, spherical, Epilogue.JK, target, arch, directory)
     if block_threads and store.tier is Tier.BUFFERED:
         block = get_kernel(

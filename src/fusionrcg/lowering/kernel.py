@@ -129,6 +129,12 @@ BANKS = ("auto", "shared", "global")
 # so larger classes would only carry a long kernel they never run.
 GENERATED_KERNEL2_MAX_OUTPUTS = 60
 
+# Tier 1 classes with at most this many integrals contract J and K in their own epilogue (the
+# fused ``jk`` epilogue holds the quartet's integrals in registers: (pp|pp)'s 81 compile
+# without spills on sm_90 at the full register budget); larger Tier 1 classes store their
+# integrals and Kernel 2 contracts them.
+FUSED_JK_MAX_OUTPUTS = 81
+
 
 @dataclass(frozen=True)
 class KernelSource:

@@ -3,9 +3,9 @@ stored integrals) in three forms: the class's own generated kernel in the Tier 2
 thread per quartet with the integral loop unrolled at compile time (``generated``, small
 classes); one thread block per quartet staging its integrals and density tiles in shared memory
 (``block``, larger classes); or one thread per quartet looping over the integrals at run time
-(``thread``, where a binary has no generated kernel). Tier 1 folds its integrals into J and K
-in its own epilogue (``fused``) up to ``TIER1_FUSED_JK_MAX_OUTPUTS`` integrals; larger Tier 1
-classes store them and run Kernel 2 as Tier 2 does."""
+(``thread``, where a binary has no generated kernel). Tier 1 contracts its integrals into J
+and K in its own epilogue (``fused``) up to ``lowering.kernel.FUSED_JK_MAX_OUTPUTS`` integrals;
+larger Tier 1 classes store them and run Kernel 2 as Tier 2 does."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ..errors import DeviceError
 from ..library.compiler import SUPPORTED_ARCHS
 from ..library.store import LibraryKernel, get_kernel
 from ..lowering.boys import boys_table
-from ..lowering.kernel import GENERATED_KERNEL2_MAX_OUTPUTS
+from ..lowering.kernel import FUSED_JK_MAX_OUTPUTS, GENERATED_KERNEL2_MAX_OUTPUTS
 from ..lowering.target import (
     Epilogue,
     tiled_output_index,
@@ -42,10 +42,6 @@ JK_THREADS = 64
 # integrals (few enough that one thread's atomic updates cost less than a block's staging),
 # and the block form above
 KERNEL2_THREAD_MAX_OUTPUTS = 40
-# Tier 1's fused J/K epilogue holds a quartet's integrals in registers and makes one atomic
-# update per element of the six J/K blocks it touches, as Kernel 2 does; above this size
-# holding them would spill, so those classes store their integrals and run Kernel 2.
-TIER1_FUSED_JK_MAX_OUTPUTS = 63
 # Quartets with more primitive quartets run as several items (``runtime.pairs``): in basis sets
 # with deeply contracted shells a few quartets hold hundreds of primitive quartets where the
 # mean is tens, and one such quartet would hold its whole warp. Store launches add the items
@@ -266,7 +262,7 @@ def kernel2_form(
         return form
     n = int(np.prod(shape))
     if tier is Tier.REGISTER:
-        if n <= TIER1_FUSED_JK_MAX_OUTPUTS:
+        if n <= FUSED_JK_MAX_OUTPUTS:
             return "fused"
         generated = False
     if generated is None:

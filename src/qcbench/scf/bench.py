@@ -253,6 +253,7 @@ ENGINE_OPTIONS = {
     "max_work 64": {"max_work": 64},
     "one stream": {"streams": 1},
     "no block form": {"block_items": 0},
+    "fused up to 63 integrals": {"fused_max_outputs": 63},
 }
 """The engine's own choices, each set the other way, timed on the converged density."""
 
