@@ -518,9 +518,8 @@ class JK:
             read = []  # the streams' reads of the previous round's items
             for found in self._screener.rounds(self.pairs, [b for _, b in work], screen):
                 tick("screening")
-                for _, pieces in groupby(found, key=lambda piece: id(work[piece[0]][0])):
-                    pieces = list(pieces)
-                    kernels = work[pieces[0][0]][0]
+                for cls, pieces in groupby(found, key=lambda piece: work[piece[0]][0].cls):
+                    kernels = self.kernels(cls)
                     with self.streams.one_class():
                         for _, block, items in pieces:
                             if prof is not None:
