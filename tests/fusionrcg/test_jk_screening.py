@@ -29,6 +29,20 @@ def _item_set(pairs) -> dict:
     return {k: sorted(v) for k, v in found.items()}
 
 
+def _screen(engine: JK, dm, with_j: bool = True, with_k: bool = True) -> Screen:
+    """The screening of a build of ``dm`` at 1e-11 (the engine's segment blocks)."""
+    sizes = np.diff([*engine.basis.ao, engine.basis.nao])
+    blocks = HostArrays().block_absmax(dm[None], engine.basis.ao, sizes)
+    return Screen(1e-11, blocks, float(blocks.max()), with_j, with_k)
+
+
+def _emulated_screener(spread: bool) -> DeviceScreener:
+    """The GPU's screener with its kernels built for the host, 40 candidates a round."""
+    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
+    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
+    return DeviceScreener(HostArrays(), 40, kernel, gather, spread=spread)
+
+
 # J and K together in the default run; the J-only and K-only screens (each a C++ build and
 # run of the emulated kernel) with the slow tests
 @pytest.mark.parametrize(
@@ -45,14 +59,9 @@ def test_device_screening_kernel_makes_the_host_screeners_items(with_j, with_k):
     )
     engine = JK(mol, backend="cpu", max_work=5)
     dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
-    arrays = HostArrays()
-    sizes = np.diff([*engine.basis.ao, engine.basis.nao])
-    blocks = arrays.block_absmax(dm[None], engine.basis.ao, sizes)
-    screen = Screen(1e-11, blocks, float(blocks.max()), with_j, with_k)
-    host = HostScreener(arrays)
-    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
-    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
-    device = DeviceScreener(arrays, 40, kernel, gather, spread=with_j and with_k)
+    screen = _screen(engine, dm, with_j, with_k)
+    host = HostScreener(HostArrays())
+    device = _emulated_screener(spread=with_j and with_k)
     checked = 0
     for kernels, class_blocks in engine.classes:
         if kernels.cls.total > 2:  # the emulation is slow: the s and p classes
@@ -73,14 +82,9 @@ def test_blocks_cut_into_bra_pieces_make_the_whole_blocks_items():
     assert len(cut.tasks) > len(whole.tasks)
     assert sum(t.quartets for t in cut.tasks) == sum(t.quartets for t in whole.tasks)
     dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
-    arrays = HostArrays()
-    sizes = np.diff([*whole.basis.ao, whole.basis.nao])
-    blocks = arrays.block_absmax(dm[None], whole.basis.ao, sizes)
-    screen = Screen(1e-11, blocks, float(blocks.max()), True, True)
-    host = HostScreener(arrays)
-    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
-    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
-    device = DeviceScreener(arrays, 40, kernel, gather, spread=False)
+    screen = _screen(whole, dm)
+    host = HostScreener(HostArrays())
+    device = _emulated_screener(spread=False)
     for (kernels, whole_blocks), (_, pieces) in zip(whole.classes, cut.classes):
         if kernels.cls.total > 1:  # the emulation is slow: the s classes and (ps|ss)
             continue
@@ -95,15 +99,10 @@ def test_rounds_over_several_classes_make_each_blocks_items():
     mol = gto.M(atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59", basis="cc-pvdz", verbose=0)
     engine = JK(mol, backend="cpu", max_work=5)
     dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
-    arrays = HostArrays()
-    sizes = np.diff([*engine.basis.ao, engine.basis.nao])
-    blocks = arrays.block_absmax(dm[None], engine.basis.ao, sizes)
-    screen = Screen(1e-11, blocks, float(blocks.max()), True, True)
+    screen = _screen(engine, dm)
     # the emulation is slow: the s classes and (ps|ss), each class's blocks together
     work = [b for kernels, bl in engine.classes if kernels.cls.total <= 1 for b in bl]
-    kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
-    gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
-    device = DeviceScreener(HostArrays(), 40, kernel, gather, spread=False)
+    device = _emulated_screener(spread=False)
     rounds = list(device.rounds(engine.pairs, work, screen))
     assert len(rounds) > 1
     for found in rounds:
@@ -111,7 +110,7 @@ def test_rounds_over_several_classes_make_each_blocks_items():
         assert [i for i, _, _ in found] == sorted(i for i, _, _ in found)
     got = _item_set((block, items) for found in rounds for _, block, items in found)
     expected = _item_set(
-        (block, items) for found in HostScreener(arrays).rounds(engine.pairs, work, screen)
+        (block, items) for found in HostScreener(HostArrays()).rounds(engine.pairs, work, screen)
         for _, block, items in found
     )  # fmt: skip
     assert got == expected

@@ -67,7 +67,9 @@ class ClassStreams:
     def wait(self, events: list[Any]) -> None:
         """The current stream's later work waits for ``events`` (``mark``), without the host
         waiting: what it allocates afterwards may reuse memory the streams read before."""
-        current = self._cp.cuda.get_current_stream() if events else None
+        if not events:
+            return
+        current = self._cp.cuda.get_current_stream()
         for event in events:
             current.wait_event(event)
 

@@ -143,18 +143,22 @@ def _bra_ranges(counts: np.ndarray, limit: int) -> Iterator[tuple[int, int]]:
         start = stop
 
 
-class HostScreener:
+class _Screener:
+    """Each block's items from a screener's ``rounds`` (which each screener defines)."""
+
+    def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
+        """The items of each block of ``class_blocks`` that pass the screening."""
+        for found in self.rounds(table, class_blocks, screen):
+            for _, block, items in found:
+                yield block, items
+
+
+class HostScreener(_Screener):
     """The screening and items with array operations (NumPy: the CPU backend)."""
 
     def __init__(self, arrays, limit: int = MAX_CANDIDATES) -> None:
         self.arrays = arrays
         self.limit = limit
-
-    def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
-        """The items of each block of ``class_blocks`` that pass the screening."""
-        for block in class_blocks:
-            for items in self.items(table, block, screen):
-                yield block, items
 
     def rounds(self, table, blocks: list[Block], screen: Screen) -> Iterator[Round]:
         """The surviving items of ``blocks`` (of any classes), a round per screening step."""
@@ -351,7 +355,7 @@ class _Segment:
                 b.bra_chunks, b.bra_size, b.ket_chunks, b.ket_size, 0]  # fmt: skip
 
 
-class DeviceScreener:
+class DeviceScreener(_Screener):
     """The screening and items of a build's blocks in one counting launch and, per round of at
     most ``limit`` candidate items, one launch that tests them and writes the survivors' items
     (CuPy: the GPU); the host reads back one small array after each, not one per block or
@@ -394,12 +398,6 @@ class DeviceScreener:
         grid = (_ceil_div(32 * int(warps[-1]), self.THREADS),)
         self._kernel(grid, (self.THREADS,), args)
         return self.arrays.to_host(total).astype(np.int64)
-
-    def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
-        """The items of each block of ``class_blocks`` that pass the screening."""
-        for found in self.rounds(table, class_blocks, screen):
-            for _, block, items in found:
-                yield block, items
 
     def rounds(self, table, blocks: list[Block], screen: Screen) -> Iterator[Round]:
         """The surviving items of ``blocks`` (of any classes), in rounds. Contract: a round's
