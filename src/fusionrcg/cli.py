@@ -121,7 +121,7 @@ def _prebuild(args: argparse.Namespace) -> int:
 
     prebuild(
         args.lmax, not args.cartesian, args.variant, args.target, args.arch, args.kernel_dir,
-        args.jobs, deriv_lmax=args.deriv_lmax,
+        args.jobs, deriv_lmax=args.deriv_lmax, omega=args.omega,
     )  # fmt: skip
     return 0
 
@@ -191,6 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--deriv-lmax", type=int, default=None,
         help="also the first-derivative kernels (analytic gradients) of every class up to this l",
+    )  # fmt: skip
+    p.add_argument(
+        "--omega", type=float, default=0.0,
+        help="the long-range erf(omega r)/r kernels of a range-separated functional "
+        "(e.g. 0.3 for wB97X); default 0, the Coulomb kernels",
     )  # fmt: skip
     p.set_defaults(run=_prebuild)
     c = sub.add_parser(

@@ -306,3 +306,20 @@ def test_prebuild_command_fills_the_library(tmp_path, capsys):
     assert "[1/1] (00|00) built" in capsys.readouterr().err
     assert main(args) == 0
     assert "[1/1] (00|00) in the library" in capsys.readouterr().err
+
+
+def test_prebuild_omega_builds_the_long_range_kernels(tmp_path, capsys):
+    """``fusionrcg prebuild --omega`` builds the erf(omega r)/r kernels, which are not the
+    Coulomb ones: a Coulomb prebuild afterwards builds again, a second --omega run finds them;
+    a negative omega is refused."""
+    from fusionrcg.cli import main
+
+    args = ["prebuild", "--lmax", "0", "--target", "cpp", "--kernel-dir", str(tmp_path)]
+    assert main([*args, "--omega", "0.3"]) == 0
+    assert "[1/1] (00|00) built" in capsys.readouterr().err
+    assert main([*args, "--omega", "0.3"]) == 0
+    assert "[1/1] (00|00) in the library" in capsys.readouterr().err
+    assert main(args) == 0
+    assert "[1/1] (00|00) built" in capsys.readouterr().err
+    assert main([*args, "--omega", "-0.3"]) == 2
+    assert "omega must be a finite number >= 0" in capsys.readouterr().err

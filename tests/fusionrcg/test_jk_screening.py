@@ -36,11 +36,11 @@ def _screen(engine: JK, dm, with_j: bool = True, with_k: bool = True) -> Screen:
     return Screen(1e-11, blocks, float(blocks.max()), with_j, with_k)
 
 
-def _emulated_screener(spread: bool) -> DeviceScreener:
-    """The GPU's screener with its kernels built for the host, 40 candidates a round."""
+def _emulated_screener(spread: bool, limit: int = 40) -> DeviceScreener:
+    """The GPU's screener with its kernels built for the host, ``limit`` candidates a round."""
     kernel = emulated_kernel(SCREEN_KERNEL, "frcg_screen_items")
     gather = emulated_kernel(GATHER_KERNEL, "frcg_gather_items")
-    return DeviceScreener(HostArrays(), 40, kernel, gather, spread=spread)
+    return DeviceScreener(HostArrays(), limit, kernel, gather, spread=spread)
 
 
 # J and K together in the default run; the J-only and K-only screens (each a C++ build and
@@ -95,23 +95,36 @@ def test_blocks_cut_into_bra_pieces_make_the_whole_blocks_items():
 
 def test_rounds_over_several_classes_make_each_blocks_items():
     """``rounds``: the blocks of several classes screened together, in rounds that cut across
-    classes and blocks, give each block (named by its position) the host screener's items."""
+    classes and blocks, give each block (named by its position) the host screener's items;
+    a round's pieces are packed one after another, so that ``spans`` gives each class's
+    pieces of a round as one batch."""
     mol = gto.M(atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59", basis="cc-pvdz", verbose=0)
     engine = JK(mol, backend="cpu", max_work=5)
     dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()
     screen = _screen(engine, dm)
     # the emulation is slow: the s classes and (ps|ss), each class's blocks together
-    work = [b for kernels, bl in engine.classes if kernels.cls.total <= 1 for b in bl]
-    device = _emulated_screener(spread=False)
+    chosen = [(k.cls, b) for k, bl in engine.classes if k.cls.total <= 1 for b in bl]
+    work = [b for _, b in chosen]
+    device = _emulated_screener(spread=False, limit=200)  # rounds of several blocks
     rounds = list(device.rounds(engine.pairs, work, screen))
     assert len(rounds) > 1
+    spanned = 0
     for found in rounds:
-        assert all(work[i] is block for i, block, _ in found)
-        assert [i for i, _, _ in found] == sorted(i for i, _, _ in found)
-    got = _item_set((block, items) for found in rounds for _, block, items in found)
+        assert all(work[p.index] is p.block for p in found.pieces)
+        assert [p.index for p in found.pieces] == sorted(p.index for p in found.pieces)
+        assert found.pieces[0].lo == 0 and found.pieces[-1].hi == found.items.size
+        assert all(a.hi == b.lo for a, b in zip(found.pieces, found.pieces[1:]))
+        for pieces, items in found.spans(lambda p: chosen[p.index][0]):
+            assert len({chosen[p.index][0] for p in pieces}) == 1
+            joined = np.concatenate([found.of(p).quartets for p in pieces])
+            assert np.array_equal(items.quartets, joined)
+            spanned += len(pieces) > 1
+    assert spanned > 0  # some launch spans several blocks
+    got = _item_set((p.block, found.of(p)) for found in rounds for p in found.pieces)
     expected = _item_set(
-        (block, items) for found in HostScreener(HostArrays()).rounds(engine.pairs, work, screen)
-        for _, block, items in found
+        (p.block, found.of(p))
+        for found in HostScreener(HostArrays()).rounds(engine.pairs, work, screen)
+        for p in found.pieces
     )  # fmt: skip
     assert got == expected
     assert sum(len(v) for v in expected.values()) > 1000

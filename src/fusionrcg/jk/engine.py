@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import groupby
 
 import numpy as np
 
@@ -518,13 +517,16 @@ class JK:
             read = []  # the streams' reads of the previous round's items
             for found in self._screener.rounds(self.pairs, [b for _, b in work], screen):
                 tick("screening")
-                for cls, pieces in groupby(found, key=lambda piece: work[piece[0]][0].cls):
-                    kernels = self.kernels(cls)
+                # one launch per class and round: its blocks' items lie together in the round
+                for pieces, items in found.spans(lambda piece: work[piece.index][0].cls):
+                    kernels = work[pieces[0].index][0]
                     with self.streams.one_class():
-                        for _, block, items in pieces:
-                            if prof is not None:
-                                self._count(prof, kernels, items, block.items_per_quartet)
-                            self._run(kernels, items, dk, vj, vk, tick)
+                        if prof is not None:
+                            for piece in pieces:
+                                self._count(
+                                    prof, kernels, found.of(piece), piece.block.items_per_quartet
+                                )
+                        self._run(kernels, items, dk, vj, vk, tick)
                 # the previous round's items are let go when the next round is drawn: the
                 # caller's stream waits for their readers first (``streams`` contract)
                 self.streams.wait(read)

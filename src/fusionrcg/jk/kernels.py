@@ -11,12 +11,14 @@ holding them would spill.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from ..angmom import QuartetClass, canonical_classes
+from ..errors import OptionsError
 from ..library.store import LibraryKernel, get_kernel
 from ..lowering.kernel import FUSED_JK_MAX_OUTPUTS
 from ..lowering.target import Epilogue
@@ -134,11 +136,12 @@ def deriv_block_kernels(
 
 
 def _build(
-    cls_tag: str, deriv: bool, options: str, spherical: bool, target: str, arch: str, directory
+    cls_tag: str, deriv: bool, options: str, spherical: bool, target: str, arch: str, directory,
+    omega: float,
 ):  # fmt: skip
     start = time.perf_counter()
     cls = QuartetClass(*(int(c) for c in cls_tag))
-    args = (cls, kernel_options(options), spherical, target, arch, directory)
+    args = (cls, kernel_options(options).replace(omega=omega), spherical, target, arch, directory)
     if deriv:
         built = list(deriv_kernels(*args)) + list(deriv_kernels(*args, Epilogue.GRAD))
         built += [k for k in deriv_block_kernels(*args) if k is not None]
@@ -158,18 +161,22 @@ def prebuild(
     jobs: int = 1,
     out=None,
     deriv_lmax: int | None = None,
+    omega: float = 0.0,
 ) -> None:
     """Build the J/K kernels of every canonical class with l <= ``lmax`` under ``options`` (a
     preset name; Tier 2 classes in both forms, ``ClassKernels``) and, with ``deriv_lmax``,
     the first-derivative kernels (gradients) of every class with l <= ``deriv_lmax``;
-    ``jobs`` at a time, largest classes first (they take longest), printing one progress line
-    per class."""
+    ``omega`` > 0: the kernels of the long-range operator erf(omega r)/r instead (what a
+    range-separated functional's builds add, ``JK``); ``jobs`` at a time, largest classes
+    first (they take longest), printing one progress line per class."""
+    if not (omega >= 0.0 and math.isfinite(omega)):
+        raise OptionsError(f"omega must be a finite number >= 0, got {omega!r}")
     out = sys.stderr if out is None else out
     work = [(c, False) for c in canonical_classes(lmax)]
     if deriv_lmax is not None:
         work += [(c, True) for c in canonical_classes(deriv_lmax)]
     work.sort(key=lambda w: -w[0].total - w[1])
-    args = [(c.tag, deriv, options, spherical, target, arch, directory) for c, deriv in work]
+    args = [(c.tag, deriv, options, spherical, target, arch, directory, omega) for c, deriv in work]
     done = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(_build, *a) for a in args]

@@ -13,8 +13,9 @@ candidates are tested. On the GPU one kernel tests them and writes the survivors
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -85,9 +86,39 @@ class Block:
         return [replace(self, lo=a, hi=b) for a, b in zip(edges[:-1], edges[1:])]
 
 
-Round = list[tuple[int, Block, ItemBatch]]
-"""The items of one screening round: (position of the block in the blocks screened, block,
-its items), blocks in the order given."""
+@dataclass(frozen=True)
+class Piece:
+    """The items of block ``index`` of the blocks screened in one round: [lo, hi) of the
+    round's items."""
+
+    index: int
+    block: Block
+    lo: int
+    hi: int
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+
+@dataclass(frozen=True)
+class Round:
+    """The surviving items of one screening round, packed: the pieces of the blocks follow one
+    another in the order the blocks were given (``pieces[i].hi == pieces[i + 1].lo``)."""
+
+    items: ItemBatch
+    pieces: list[Piece]
+
+    def of(self, piece: Piece) -> ItemBatch:
+        """The items of ``piece``."""
+        return self.items.slice(piece.lo, piece.hi)
+
+    def spans(self, key: Callable[[Piece], Any]) -> Iterator[tuple[list[Piece], ItemBatch]]:
+        """Each run of consecutive pieces with one ``key`` (e.g. their class) and the run's
+        items as one batch: a launch per run rather than per block."""
+        for _, run in groupby(self.pieces, key=key):
+            run = list(run)
+            yield run, self.items.slice(run[0].lo, run[-1].hi)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -149,8 +180,8 @@ class _Screener:
     def class_items(self, table, class_blocks, screen) -> Iterator[tuple[Block, ItemBatch]]:
         """The items of each block of ``class_blocks`` that pass the screening."""
         for found in self.rounds(table, class_blocks, screen):
-            for _, block, items in found:
-                yield block, items
+            for piece in found.pieces:
+                yield piece.block, found.of(piece)
 
 
 class HostScreener(_Screener):
@@ -164,7 +195,7 @@ class HostScreener(_Screener):
         """The surviving items of ``blocks`` (of any classes), a round per screening step."""
         for i, block in enumerate(blocks):
             for items in self.items(table, block, screen):
-                yield [(i, block, items)]
+                yield Round(items, [Piece(i, block, 0, items.size)])
 
     def items(self, table: PairTable, block: Block, screen: Screen) -> Iterator[ItemBatch]:
         xp = self.arrays.xp
@@ -359,8 +390,9 @@ class DeviceScreener(_Screener):
     """The screening and items of a build's blocks in one counting launch and, per round of at
     most ``limit`` candidate items, one launch that tests them and writes the survivors' items
     (CuPy: the GPU); the host reads back one small array after each, not one per block or
-    class. A round's items are views of the round's arrays, each block's written contiguously
-    (or, with ``spread``, packed again in a strided order)."""
+    class. The survivors of a round are packed block after block (each block's in the order
+    written, or with ``spread`` in a strided order), so that the blocks of one class in a
+    round are launched together (``Round.spans``)."""
 
     THREADS = 256
 
@@ -446,30 +478,30 @@ class DeviceScreener(_Screener):
         written = self._launch(table, screen, segments, True, region, out)
         if np.any(written > np.diff(region)):
             raise RuntimeError("the screening kernel found more items than it counted")
-        if self.spread:
-            quartets, scales, ranges = self._gather(region, written, out)
-            start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)[:-1]
-        else:  # each segment's items lie at the start of its region
-            (quartets, scales, ranges), start = out, region[:-1]
-        found = []
-        for segment, lo, count in zip(segments, start, written):
-            if count:
-                lo, hi = int(lo), int(lo + count)
-                items = ItemBatch(quartets[lo:hi], scales[lo:hi], ranges[2 * lo : 2 * hi])
-                found.append((segment.index, segment.block, items))
-        return found
-
-    def _gather(self, region: np.ndarray, written: np.ndarray, items):
-        """The written items of every segment, packed one after another, each segment's in the
-        order q -> (q * stride) mod n for a stride coprime to its n, so that neighbours come
-        from far apart in the written order (different bras and kets)."""
-        cp = self.arrays.xp
         start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)
+        if self.spread or len(segments) > 1:  # packed: one launch can span several blocks
+            out = self._gather(region, written, start, out)
+        quartets, scales, ranges = out
+        items = ItemBatch(quartets, scales, ranges)
+        found = [
+            Piece(segment.index, segment.block, int(lo), int(hi))
+            for segment, lo, hi in zip(segments, start[:-1], start[1:])
+            if hi > lo
+        ]
+        return Round(items, found)
+
+    def _gather(self, region: np.ndarray, written: np.ndarray, start: np.ndarray, items):
+        """The written items of every segment packed one after another from ``start`` (the
+        cumulative ``written``): in the order written, or with ``spread`` each segment's in
+        the order q -> (q * stride) mod n for a stride coprime to its n, so that neighbours
+        come from far apart in the written order (different bras and kets)."""
+        cp = self.arrays.xp
         total = int(start[-1])
         strides = np.array(
-            [next(p for p in SPREAD_STRIDES if n % p) if n else 1 for n in written],
+            [next(p for p in SPREAD_STRIDES if n % p) if n and self.spread else 1
+             for n in written],
             dtype=np.int64,
-        )
+        )  # fmt: skip
         out = (cp.empty((total, 4), dtype=cp.int32), cp.empty(total),
                cp.empty((2 * total, 2), cp.int32))  # fmt: skip
         if total:

@@ -23,11 +23,14 @@ class ItemBatch:
     def size(self) -> int:
         return int(self.scales.shape[0])
 
+    def slice(self, lo: int, hi: int) -> ItemBatch:
+        """Items [lo, hi) (views of these arrays)."""
+        return ItemBatch(self.quartets[lo:hi], self.scales[lo:hi], self.ranges[2 * lo : 2 * hi])
+
     def parts(self, per_item_bytes: int, budget: int) -> Iterator[ItemBatch]:
         """The batch in consecutive parts whose buffers (``per_item_bytes`` per item) fit
         ``budget`` (a part holds one item at least)."""
         n = self.size
         step = n if per_item_bytes == 0 else max(1, budget // per_item_bytes)
         for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            yield ItemBatch(self.quartets[lo:hi], self.scales[lo:hi], self.ranges[2 * lo : 2 * hi])
+            yield self.slice(lo, min(n, lo + step))
