@@ -41,17 +41,23 @@ rule jk_accuracy_cpu:
 
 
 rule jk_kernels:
-    """The J/K engine's CUDA kernels of every class up to l = prebuild_lmax, built ahead so that
-    the benchmark's setup times hold no compilation."""
+    """The J/K engine's CUDA kernels of every class up to l = prebuild_lmax, and the long-range
+    kernels of each of prebuild_omegas, built ahead so that the benchmark's setup times hold no
+    compilation."""
     output:
         touch(f"{JK_DIR}/kernels_sm.done"),
+    params:
+        omegas=" ".join(str(w) for w in JK["prebuild_omegas"]),
     threads: GPU_CONFIG["kernel_jobs"]
     log:
         f"{RESULTS}/logs/jk/kernels.log",
     shell:
-        "{PY} -m fusionrcg prebuild --lmax {JK[prebuild_lmax]} --arch {config[eri][kernels][arch]}"
-        " --deriv-lmax {JK[deriv_prebuild_lmax]} --kernel-dir {KERNELS} --jobs {threads}"
-        " > {log} 2>&1"
+        "(set -e; {PY} -m fusionrcg prebuild --lmax {JK[prebuild_lmax]}"
+        " --arch {config[eri][kernels][arch]} --deriv-lmax {JK[deriv_prebuild_lmax]}"
+        " --kernel-dir {KERNELS} --jobs {threads};"
+        " for w in {params.omegas}; do {PY} -m fusionrcg prebuild --lmax {JK[prebuild_lmax]}"
+        " --arch {config[eri][kernels][arch]} --omega $w --kernel-dir {KERNELS}"
+        " --jobs {threads}; done) > {log} 2>&1"
 
 
 rule jk_scf_bench:
