@@ -53,6 +53,12 @@ engine by default: below about one warp per SM (132 SMs of 32 threads on an H100
 the straight-line kernel leaves most of the GPU idle while each thread walks its item's
 statements one after another."""
 
+GPU_ROUND_CANDIDATES = 1 << 26
+"""Candidate items per screening round of a GPU engine at most (fewer where a stream's share
+of free memory holds fewer at 256 bytes each): each round costs the host a screening launch,
+a read of its counts and a launch per class, so fewer, larger rounds leave the host less to
+do per build (the CPU backend's rounds stay at ``tasks.MAX_CANDIDATES``)."""
+
 DEFAULT_TOL = 1e-13
 """Screening threshold when none is given: PySCF's and GPU4PySCF's ``direct_scf_tol``."""
 
@@ -147,7 +153,9 @@ class JK:
     ``GPU_BLOCK_ITEMS`` on the GPU, 0 on the CPU (one thread there either way).
     ``fused_max_outputs``: Tier 1 classes with at most this many integrals contract J and K
     in their integral kernel (``jk.kernels``), larger ones store their integrals for Kernel 2;
-    0 runs every class through Kernel 2.
+    0 runs every class through Kernel 2. ``round_candidates``: candidate items screened per
+    round at most (``tasks``); by default ``GPU_ROUND_CANDIDATES`` on the GPU (within the
+    free memory), ``tasks.MAX_CANDIDATES`` on the CPU.
     """
 
     def __init__(
@@ -166,6 +174,7 @@ class JK:
         streams: int = DEFAULT_STREAMS,
         block_items: int | None = None,
         fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
+        round_candidates: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -180,6 +189,10 @@ class JK:
             raise JKInputError(f"block_items must be a count >= 0, got {block_items!r}")
         if fused_max_outputs < 0:
             raise JKInputError(f"fused_max_outputs must be a count >= 0, got {fused_max_outputs!r}")
+        if round_candidates is not None and round_candidates < 1:
+            raise JKInputError(
+                f"round_candidates must be a positive count, got {round_candidates!r}"
+            )
         omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
         if not np.isfinite(omega):
             raise JKInputError(f"omega must be finite, got {omega!r}")
@@ -195,7 +208,7 @@ class JK:
             self._long_range = JK(
                 mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
                 spread_items, task_pairs, omega=-omega, streams=streams, block_items=block_items,
-                fused_max_outputs=fused_max_outputs,
+                fused_max_outputs=fused_max_outputs, round_candidates=round_candidates,
             )  # fmt: skip
         self.profile = profile
         self.fused_max_outputs = fused_max_outputs
@@ -220,7 +233,8 @@ class JK:
             # each stream holds one class's buffers and screening arrays at a time
             free = cupy.cuda.Device().mem_info[0] // self.streams.count
             self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // 8))
-            self._candidates = int(min(MAX_CANDIDATES, free // 256))
+            most = GPU_ROUND_CANDIDATES if round_candidates is None else round_candidates
+            self._candidates = int(max(1, min(most, free // 256)))
             target, arch = "cuda", self.executor.arch
         else:
             self.executor = CpuExecutor(kernel_dir)
@@ -230,7 +244,7 @@ class JK:
             self.max_work = max_work
             self.block_items = 0 if block_items is None else block_items
             self._buffer_budget = BUFFER_BUDGET_BYTES
-            self._candidates = MAX_CANDIDATES
+            self._candidates = MAX_CANDIDATES if round_candidates is None else round_candidates
             target, arch = "cpp", "host"
         self._kernel_args = (self.options, self.basis.spherical, target, arch, kernel_dir)
         self._kernels: dict[QuartetClass, ClassKernels] = {}
