@@ -63,12 +63,15 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm
     kept = np.flatnonzero(weights != 0)
     if kept.size == 0:
         raise GridError("the grid has no points of nonzero weight")
+    every = kept.size == weights.size  # the usual grid: no copies of the kept points
     if settings.grid_order == "morton":
+        points = coords if every else coords[kept]
         if atom_index is None or len(atom_index) != len(weights):
-            atoms = ordering.nearest_atom(coords[kept], mol.atom_coords())
+            atoms = ordering.nearest_atom(points, mol.atom_coords())
         else:
-            atoms = np.asarray(atom_index)[kept]
-        grid_perm = kept[ordering.grid_order(coords[kept], atoms, settings.morton_resolution)]
+            atoms = np.asarray(atom_index) if every else np.asarray(atom_index)[kept]
+        order = ordering.grid_order(points, atoms, settings.morton_resolution)
+        grid_perm = order if every else kept[order]
     else:
         grid_perm = kept
     ordered = np.ascontiguousarray(coords[grid_perm])

@@ -175,3 +175,24 @@ def test_basis_order_experiment_compares_the_orders_against_pyscf():
     assert (df["d_exc_vs_pyscf"] <= 1e-9).all() and (df["max_d_vxc_vs_pyscf"] <= 1e-8).all()
     kept = df.set_index("basis_order")["retained_fraction"]
     assert kept["support"] < kept["cluster"] <= 1.0
+
+
+def test_morton_codes_across_chunks_and_unsorted_atoms():
+    """More points than one pass of ``morton_codes`` takes (the lattice's origin is the whole
+    grid's), and atoms not listed in runs: the order is the two-key sort's."""
+    rng = np.random.default_rng(3)
+    n = 70_000
+    coords = rng.normal(0.0, 3.0, size=(n, 3))
+    codes = ordering.morton_codes(coords, 128.0)
+    q = ordering.lattice(coords, 128.0).astype(np.int64)
+    picked = rng.choice(n, 400, replace=False)
+    picked[:2] = [0, n - 1]  # the first and last chunks
+    assert [int(c) for c in codes[picked]] == list(morton_reference(q[picked]))
+    atoms = rng.integers(0, 9, size=n)
+    np.testing.assert_array_equal(
+        ordering.grid_order(coords, atoms, 128.0), np.lexsort((codes, atoms))
+    )
+    grouped = np.sort(atoms)
+    np.testing.assert_array_equal(
+        ordering.grid_order(coords, grouped, 128.0), np.lexsort((codes, grouped))
+    )
