@@ -96,10 +96,6 @@ class Piece:
     lo: int
     hi: int
 
-    @property
-    def size(self) -> int:
-        return self.hi - self.lo
-
 
 @dataclass(frozen=True)
 class Round:
