@@ -11,14 +11,12 @@ holding them would spill.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from ..angmom import QuartetClass, canonical_classes
-from ..errors import OptionsError
 from ..library.store import LibraryKernel, get_kernel
 from ..lowering.kernel import FUSED_JK_MAX_OUTPUTS
 from ..lowering.target import Epilogue
@@ -169,8 +167,7 @@ def prebuild(
     ``omega`` > 0: the kernels of the long-range operator erf(omega r)/r instead (what a
     range-separated functional's builds add, ``JK``); ``jobs`` at a time, largest classes
     first (they take longest), printing one progress line per class."""
-    if not (omega >= 0.0 and math.isfinite(omega)):
-        raise OptionsError(f"omega must be a finite number >= 0, got {omega!r}")
+    kernel_options(options).replace(omega=omega)  # bad options fail here, not in each worker
     out = sys.stderr if out is None else out
     work = [(c, False) for c in canonical_classes(lmax)]
     if deriv_lmax is not None:

@@ -321,9 +321,9 @@ def _vrr_statement(dag: Dag, v: int, name, boys_leaf, ready) -> str:
     return f"const double {name(v)} = {value};"
 
 
-def _jk_contraction(shape: tuple[int, ...], value) -> list[str]:
-    """Half J and K of one quartet's integrals (``value(k)``: the expression of integral k in
-    the order of ``shape``'s positions) for each of the ``n_dm`` densities stacked in ``dm``
+def _jk_contraction(shape: tuple[int, ...]) -> list[str]:
+    """Half J and K of one quartet's integrals (``I{k}``: integral k in the order of
+    ``shape``'s positions) for each of the ``n_dm`` densities stacked in ``dm``
     (nao x nao each, likewise ``vj`` and ``vk``), 8-fold symmetry through the quartet's scale
     ``sq``: each element of the six J and K blocks the quartet touches sums its integrals
     against the density block first and is then added with one atomic update (J_ab, J_cd,
@@ -348,7 +348,7 @@ def _jk_contraction(shape: tuple[int, ...], value) -> list[str]:
             terms = []
             for u, w in product(range(size[x]), range(size[y])):
                 pos = {rows: r, cols: c, x: u, y: w}
-                terms.append(f"{value(at[pos['a'], pos['b'], pos['c'], pos['d']])} * w{u}_{w}")
+                terms.append(f"I{at[pos['a'], pos['b'], pos['c'], pos['d']]} * w{u}_{w}")
             target = f"{matrix}_[(size_t)({off[rows]} + {r}) * nao + {off[cols]} + {c}]"
             lines.append(f"ATOMIC({target}, sq * ({' + '.join(terms)}));")
         return lines + ["}"]
@@ -498,7 +498,7 @@ def _tier1_body(
     if epilogue is Epilogue.GRAD:
         lines += _grad_close(plan.cls.deriv)
     elif epilogue is Epilogue.JK:
-        lines += _jk_contraction(g.output_shape, lambda k: f"I{k}")
+        lines += _jk_contraction(g.output_shape)
     return lines
 
 
@@ -525,7 +525,7 @@ def _jk_kernel(plan: ClassPlan, target: Target, name: str) -> str:
         f"const double I{k} = ints[{tiled_output_index(str(k), 'q', nout)}];"
         for k in range(math.prod(shape))
     ]
-    lines += _jk_contraction(shape, lambda k: f"I{k}")
+    lines += _jk_contraction(shape)
     return f"{target.kernel} {name}({JK_KERNEL_ARGS})\n{{\n{_indent(lines)}\n}}\n"
 
 
