@@ -325,13 +325,13 @@ def test_prebuild_omega_builds_the_long_range_kernels(tmp_path, capsys):
     assert "omega must be a finite number >= 0" in capsys.readouterr().err
 
 
-def test_round_candidates_cut_the_build_into_rounds(water_dz):
-    """``round_candidates``: rounds of a few candidates give PySCF's J and K as one round
-    does; a count below one is refused."""
+def test_round_items_cut_the_build_into_rounds(water_dz):
+    """``round_items``: rounds of a few candidates (the CPU backend's unit) give PySCF's J and
+    K as one round does; a count below one is refused."""
     dm = scf.RHF(water_dz).run(max_cycle=2).make_rdm1()
     rj, rk = scf.hf.get_jk(water_dz, dm)
-    engine = JK(water_dz, backend="cpu", tol=1e-14, round_candidates=50)
+    engine = JK(water_dz, backend="cpu", tol=1e-14, round_items=50)
     vj, vk = engine.get_jk(dm)
     assert np.abs(vj - rj).max() <= JK_TOL and np.abs(vk - rk).max() <= JK_TOL
-    with pytest.raises(JKInputError, match="round_candidates"):
-        JK(water_dz, backend="cpu", round_candidates=0)
+    with pytest.raises(JKInputError, match="round_items"):
+        JK(water_dz, backend="cpu", round_items=0)

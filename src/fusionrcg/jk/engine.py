@@ -53,11 +53,12 @@ engine by default: below about one warp per SM (132 SMs of 32 threads on an H100
 the straight-line kernel leaves most of the GPU idle while each thread walks its item's
 statements one after another."""
 
-GPU_ROUND_CANDIDATES = 1 << 26
-"""Candidate items per screening round of a GPU engine at most (fewer where a stream's share
-of free memory holds fewer at 256 bytes each): each round costs the host a screening launch,
-a read of its counts and a launch per class, so fewer, larger rounds leave the host less to
-do per build (the CPU backend's rounds stay at ``tasks.MAX_CANDIDATES``)."""
+GPU_ROUND_ITEMS = 1 << 26
+"""Work items per screening round of a GPU engine at most (fewer where an eighth of the free
+memory holds fewer at 160 bytes each: two rounds are alive at once, each item 40 bytes and as
+much again when spread): each round costs the host a launch that writes its items and a launch
+per class, so few, large rounds leave the host little to do per build (the CPU backend's rounds
+stay at ``tasks.MAX_CANDIDATES`` candidates)."""
 
 DEFAULT_TOL = 1e-13
 """Screening threshold when none is given: PySCF's and GPU4PySCF's ``direct_scf_tol``."""
@@ -153,9 +154,10 @@ class JK:
     ``GPU_BLOCK_ITEMS`` on the GPU, 0 on the CPU (one thread there either way).
     ``fused_max_outputs``: Tier 1 classes with at most this many integrals contract J and K
     in their integral kernel (``jk.kernels``), larger ones store their integrals for Kernel 2;
-    0 runs every class through Kernel 2. ``round_candidates``: candidate items screened per
-    round at most (``tasks``); by default ``GPU_ROUND_CANDIDATES`` on the GPU (within the
-    free memory), ``tasks.MAX_CANDIDATES`` on the CPU.
+    0 runs every class through Kernel 2. ``round_items``: the work items of one screening
+    round at most (``tasks``; on the CPU, the candidates it tests); by default
+    ``GPU_ROUND_ITEMS`` on the GPU (within the free memory), ``tasks.MAX_CANDIDATES`` on the
+    CPU.
     """
 
     def __init__(
@@ -174,7 +176,7 @@ class JK:
         streams: int = DEFAULT_STREAMS,
         block_items: int | None = None,
         fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
-        round_candidates: int | None = None,
+        round_items: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -189,10 +191,8 @@ class JK:
             raise JKInputError(f"block_items must be a count >= 0, got {block_items!r}")
         if fused_max_outputs < 0:
             raise JKInputError(f"fused_max_outputs must be a count >= 0, got {fused_max_outputs!r}")
-        if round_candidates is not None and round_candidates < 1:
-            raise JKInputError(
-                f"round_candidates must be a positive count, got {round_candidates!r}"
-            )
+        if round_items is not None and round_items < 1:
+            raise JKInputError(f"round_items must be a positive count, got {round_items!r}")
         omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
         if not np.isfinite(omega):
             raise JKInputError(f"omega must be finite, got {omega!r}")
@@ -208,7 +208,7 @@ class JK:
             self._long_range = JK(
                 mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
                 spread_items, task_pairs, omega=-omega, streams=streams, block_items=block_items,
-                fused_max_outputs=fused_max_outputs, round_candidates=round_candidates,
+                fused_max_outputs=fused_max_outputs, round_items=round_items,
             )  # fmt: skip
         self.profile = profile
         self.fused_max_outputs = fused_max_outputs
@@ -230,11 +230,11 @@ class JK:
             self.max_work = GPU_MAX_WORK if max_work is None else max_work
             self.block_items = GPU_BLOCK_ITEMS if block_items is None else block_items
             self.streams = ClassStreams(cupy, streams)
-            # each stream holds one class's buffers and screening arrays at a time
-            free = cupy.cuda.Device().mem_info[0] // self.streams.count
-            self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // 8))
-            most = GPU_ROUND_CANDIDATES if round_candidates is None else round_candidates
-            self._candidates = int(max(1, min(most, free // 256)))
+            free = cupy.cuda.Device().mem_info[0]
+            # each stream holds one class's buffers at a time
+            self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // self.streams.count // 8))
+            most = GPU_ROUND_ITEMS if round_items is None else round_items
+            self._round_items = int(max(1, min(most, free // 8 // 160)))
             target, arch = "cuda", self.executor.arch
         else:
             self.executor = CpuExecutor(kernel_dir)
@@ -244,7 +244,7 @@ class JK:
             self.max_work = max_work
             self.block_items = 0 if block_items is None else block_items
             self._buffer_budget = BUFFER_BUDGET_BYTES
-            self._candidates = MAX_CANDIDATES if round_candidates is None else round_candidates
+            self._round_items = MAX_CANDIDATES if round_items is None else round_items
             target, arch = "cpp", "host"
         self._kernel_args = (self.options, self.basis.spherical, target, arch, kernel_dir)
         self._kernels: dict[QuartetClass, ClassKernels] = {}
@@ -259,9 +259,9 @@ class JK:
         self._seg_atom = xp.asarray(atoms)
         self.pairs: PairTable = build_pair_table(self.basis, self.arrays, self._schwarz)
         if self.arrays.device:
-            self._screener = DeviceScreener(self.arrays, self._candidates, spread=spread_items)
+            self._screener = DeviceScreener(self.arrays, self._round_items, spread=spread_items)
         else:
-            self._screener = HostScreener(self.arrays, self._candidates)
+            self._screener = HostScreener(self.arrays, self._round_items)
         groups = self.pairs.classes()
         self.classes: list[tuple[ClassKernels, list[Block]]] = []
         for bra_ls, bra in groups.items():
@@ -371,16 +371,20 @@ class JK:
                 f"(n, {nao}, {nao}) for this basis"
             )
         dms = xp.ascontiguousarray(dms.reshape(-1, nao, nao))
-        if not bool(xp.isfinite(dms).all()):
-            raise JKInputError("the density matrix is not finite (NaN or infinity)")
+        if not dms.size:
+            return dms
+        # finiteness, size and asymmetry read back together: one wait for the device
+        checks = [xp.isfinite(dms).all().astype(xp.float64), xp.abs(dms).max()]
         if hermi == 1:
-            scale = float(xp.abs(dms).max()) if dms.size else 0.0
-            asym = float(xp.abs(dms - dms.transpose(0, 2, 1)).max()) if dms.size else 0.0
-            if asym > 1e-10 * max(1.0, scale):
-                raise JKInputError(
-                    f"hermi=1 needs a symmetric density; this one differs from its transpose "
-                    f"by {asym:.3g} (pass hermi=0 for a general density)"
-                )
+            checks.append(xp.abs(dms - dms.transpose(0, 2, 1)).max())
+        finite, scale, *asym = self.arrays.to_host(xp.stack(checks)).tolist()
+        if not finite:
+            raise JKInputError("the density matrix is not finite (NaN or infinity)")
+        if asym and asym[0] > 1e-10 * max(1.0, scale):
+            raise JKInputError(
+                f"hermi=1 needs a symmetric density; this one differs from its transpose "
+                f"by {asym[0]:.3g} (pass hermi=0 for a general density)"
+            )
         return dms
 
     def get_jk(self, dm, hermi: int = 1, with_j: bool = True, with_k: bool = True, tasks=None):

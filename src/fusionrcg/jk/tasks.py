@@ -247,26 +247,28 @@ def _chunk(xp, rows, index, size: int):
 
 SCREEN_KERNEL = r"""
 // Warps over the bra pairs of a table of segments (a segment: bra pairs [bra0, bra0 + n) of a
-// block, local bra index from local0, its ket group [ket0, ket0 + n_ket)). Each warp finds by
-// binary search the kets that pass with the largest density block (a prefix of the ket group;
-// in a triangle block those at or before the bra). Without `write` it adds their count times
-// the items per quartet to total[s]; with it, it tests each candidate against its own density
-// blocks, Q_ab Q_cd d >= tol, and appends the survivors' items to the segment's region (warp
-// by warp): quartet, weight, and the bra and ket row ranges of each chunk, within the region
-// [region[s], region[s + 1]) that the count allowed.
+// block, local bra index from local0, its ket group [ket0, ket0 + n_ket)); warp w takes bra
+// pair w - warp_start[s] of its segment s, for the warps [w_lo, w_hi) of this launch. Each warp
+// finds by binary search the kets that can pass with the largest density block (a prefix of
+// the ket group; in a triangle block those at or before the bra) and tests each of them
+// against its own density blocks, Q_ab Q_cd d >= tol. With `counts` it writes the number of
+// items its survivors make, counts[w]; otherwise it writes their items (quartet, weight, and
+// the bra and ket row ranges of each chunk) from position ends[w - 1] - base on, ends being
+// the inclusive sum of the counts: the same tests in the same order, so exactly the counted
+// items, each warp's in ket order (no atomics: the order is the same in every build).
 #define BLK(i, j) blocks[(size_t)(i) * nseg + (j)]
 extern "C" __global__ void frcg_screen_items(
     const int n_seg, const long long* __restrict__ warp_start, const int* __restrict__ seg,
-    const int* __restrict__ first, const int* __restrict__ second,
-    const double* __restrict__ bound, const int* __restrict__ ranges,
-    const float* __restrict__ blocks, const int nseg, const double tol, const double largest,
-    const int with_j, const int with_k, const int write, unsigned long long* __restrict__ total,
-    const long long* __restrict__ region, int* __restrict__ quartets,
-    double* __restrict__ scales, int* __restrict__ item_ranges)
+    const long long w_lo, const long long w_hi, const int* __restrict__ first,
+    const int* __restrict__ second, const double* __restrict__ bound,
+    const int* __restrict__ ranges, const float* __restrict__ blocks, const int nseg,
+    const double tol, const double largest, const int with_j, const int with_k,
+    long long* __restrict__ counts, const long long* __restrict__ ends, const long long base,
+    int* __restrict__ quartets, double* __restrict__ scales, int* __restrict__ item_ranges)
 {
-    const long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const long long w = w_lo + ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
     const int lane = threadIdx.x & 31;
-    if (w >= warp_start[n_seg]) return;
+    if (w >= w_hi) return;
     int s = 0, top = n_seg;  // the segment of warp w: warp_start[s] <= w < warp_start[s + 1]
     while (top - s > 1) {
         const int mid = (s + top) >> 1;
@@ -279,25 +281,22 @@ extern "C" __global__ void frcg_screen_items(
     const int per = bra_chunks * ket_chunks;
     const double qb = bound[ib];
     const double need = tol / (qb * largest);
-    int lo = 0, hi = t[4] ? min(n_ket, local + 1) : n_ket;  // kets [0, lo) pass
+    int lo = 0, hi = t[4] ? min(n_ket, local + 1) : n_ket;  // kets [0, lo) can pass
     while (lo < hi) {
         const int mid = (lo + hi) >> 1;
         if (bound[ket0 + mid] >= need) lo = mid + 1; else hi = mid;
     }
-    const int count = lo;
-    if (!write) {
-        if (lane == 0 && count) atomicAdd(&total[s], (unsigned long long)count * per);
-        return;
-    }
+    const int candidates = lo;
     const int a = first[ib], b = second[ib];
     const float dab = BLK(a, b);
     const int bf = ranges[2 * ib], bn = ranges[2 * ib + 1];
-    for (int base = 0; base < count; base += 32) {
-        const int k = base + lane;
+    long long q = counts ? 0 : (w ? ends[w - 1] : 0) - base;  // the warp's next item
+    for (int k0 = 0; k0 < candidates; k0 += 32) {
+        const int k = k0 + lane;
         const int ik = ket0 + k;
         bool keep = false;
         int c = 0, d = 0;
-        if (k < count) {
+        if (k < candidates) {
             c = first[ik];
             d = second[ik];
             float dens = 0.0f;
@@ -309,55 +308,50 @@ extern "C" __global__ void frcg_screen_items(
             keep = qb * bound[ik] * (double)dens >= tol;
         }
         const unsigned mask = __ballot_sync(0xffffffffu, keep);
-        if (!mask) continue;
-        unsigned long long start = 0;
-        if (lane == 0) start = atomicAdd(&total[s], (unsigned long long)__popc(mask) * per);
-        start = __shfl_sync(0xffffffffu, start, 0);
-        if (!keep) continue;
-        const long long q0 = region[s] + (long long)start
-                             + (long long)__popc(mask & ((1u << lane) - 1u)) * per;
-        if (q0 + per > region[s + 1]) continue;  // more than counted: the host reports it
+        const long long q0 = q + (long long)__popc(mask & ((1u << lane) - 1u)) * per;
+        q += (long long)__popc(mask) * per;
+        if (counts || !keep) continue;
         const double weight = 1.0 / ((1.0 + (a == b)) * (1.0 + (c == d)) * (1.0 + (ib == ik)));
         const int kf = ranges[2 * ik], kn = ranges[2 * ik + 1];
         for (int x = 0; x < bra_chunks; ++x)
             for (int y = 0; y < ket_chunks; ++y) {
-                const long long q = q0 + x * ket_chunks + y;
-                quartets[4 * q] = a;
-                quartets[4 * q + 1] = b;
-                quartets[4 * q + 2] = c;
-                quartets[4 * q + 3] = d;
-                scales[q] = weight;
+                const long long r = q0 + x * ket_chunks + y;
+                quartets[4 * r] = a;
+                quartets[4 * r + 1] = b;
+                quartets[4 * r + 2] = c;
+                quartets[4 * r + 3] = d;
+                scales[r] = weight;
                 const int bb = x * bra_size, kb = y * ket_size;
-                item_ranges[4 * q] = bf + bb;
-                item_ranges[4 * q + 1] = bra_chunks > 1 ? max(0, min(bra_size, bn - bb)) : bn;
-                item_ranges[4 * q + 2] = kf + kb;
-                item_ranges[4 * q + 3] = ket_chunks > 1 ? max(0, min(ket_size, kn - kb)) : kn;
+                item_ranges[4 * r] = bf + bb;
+                item_ranges[4 * r + 1] = bra_chunks > 1 ? max(0, min(bra_size, bn - bb)) : bn;
+                item_ranges[4 * r + 2] = kf + kb;
+                item_ranges[4 * r + 3] = ket_chunks > 1 ? max(0, min(ket_size, kn - kb)) : kn;
             }
     }
+    if (counts && lane == 0) counts[w] = q;
 }
 """
 
 
 GATHER_KERNEL = r"""
-// Packs the items that the screening wrote into each segment's region (region[s], count
-// start[s + 1] - start[s]) into one array, segment after segment; item q of segment s is taken
-// from position (q * stride[s]) mod count of its region.
+// Each piece p of a round (items [start[p], start[p + 1])) in a strided order: item q of the
+// piece is taken from position (q * stride[p]) mod n of the piece, n its size.
 extern "C" __global__ void frcg_gather_items(
-    const int n_seg, const long long* __restrict__ start, const long long* __restrict__ region,
+    const int n_piece, const long long* __restrict__ start,
     const long long* __restrict__ stride, const int* __restrict__ quartets,
     const double* __restrict__ scales, const int* __restrict__ ranges,
     int* __restrict__ quartets_out, double* __restrict__ scales_out,
     int* __restrict__ ranges_out)
 {
     const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (t >= start[n_seg]) return;
-    int s = 0, top = n_seg;
-    while (top - s > 1) {
-        const int mid = (s + top) >> 1;
-        if (start[mid] <= t) s = mid; else top = mid;
+    if (t >= start[n_piece]) return;
+    int p = 0, top = n_piece;
+    while (top - p > 1) {
+        const int mid = (p + top) >> 1;
+        if (start[mid] <= t) p = mid; else top = mid;
     }
-    const long long n = start[s + 1] - start[s], q = t - start[s];
-    const long long src = region[s] + (q * stride[s]) % n;
+    const long long n = start[p + 1] - start[p], q = t - start[p];
+    const long long src = start[p] + (q * stride[p]) % n;
     for (int i = 0; i < 4; ++i) {
         quartets_out[4 * t + i] = quartets[4 * src + i];
         ranges_out[4 * t + i] = ranges[4 * src + i];
@@ -382,13 +376,35 @@ class _Segment:
                 b.bra_chunks, b.bra_size, b.ket_chunks, b.ket_size, 0]  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The segments of a list of blocks (those with bra pairs and kets) and their warps, one
+    per bra pair: segment s has warps [warp_start[s], warp_start[s + 1]). ``rows``,
+    ``device_warp_start`` and ``last_warp`` (each segment's last warp) are on the device."""
+
+    segments: list[_Segment]
+    warp_start: np.ndarray
+    rows: Any
+    device_warp_start: Any
+    last_warp: Any
+
+    @property
+    def warps(self) -> int:
+        return int(self.warp_start[-1])
+
+
+PLANS_KEPT = 64
+"""Plans (``_Plan``) a device screener keeps for block lists it meets again (a build's blocks,
+each class's)."""
+
+
 class DeviceScreener(_Screener):
-    """The screening and items of a build's blocks in one counting launch and, per round of at
-    most ``limit`` candidate items, one launch that tests them and writes the survivors' items
-    (CuPy: the GPU); the host reads back one small array after each, not one per block or
-    class. The survivors of a round are packed block after block (each block's in the order
-    written, or with ``spread`` in a strided order), so that the blocks of one class in a
-    round are launched together (``Round.spans``)."""
+    """The screening and items of a build's blocks on the device: one launch counts the items
+    of every bra pair exactly, and per round of at most ``limit`` items (and one bra pair's
+    more) one launch writes them, packed block after block in the blocks' order, so that the
+    blocks of one class in a round are launched together (``Round.spans``). The host reads back
+    one small array per build (each block's item count; two with more than one round) and
+    sends nothing: the blocks' table is made on the device once per list of blocks."""
 
     THREADS = 256
 
@@ -405,27 +421,48 @@ class DeviceScreener(_Screener):
         self.spread = spread
         self._kernel = kernel or arrays.xp.RawKernel(SCREEN_KERNEL, "frcg_screen_items")
         self._gather_kernel = gather or arrays.xp.RawKernel(GATHER_KERNEL, "frcg_gather_items")
+        self._plans: dict[tuple[int, ...], _Plan | None] = {}
 
-    def _launch(self, table, screen, segments: list[_Segment], write: bool, region=None,
-                out=(None, None, None)):  # fmt: skip
-        cp = self.arrays.xp
-        warps = np.cumsum([0] + [s.hi - s.lo for s in segments]).astype(np.int64)
-        total = cp.zeros(len(segments), dtype=cp.uint64)
-        quartets, scales, ranges = out
+    def _plan(self, blocks: list[Block]) -> _Plan | None:
+        """The plan of ``blocks`` (None if none has work), made once per list of blocks (the
+        plan keeps its blocks, so their ids name them while it is kept)."""
+        key = tuple(map(id, blocks))
+        if key in self._plans:
+            return self._plans[key]
+        xp = self.arrays.xp
+        segments = [_Segment(i, b, b.lo, b.bra_stop) for i, b in enumerate(blocks)
+                    if b.bra_pairs > 0 and b.ket.size]  # fmt: skip
+        plan = None
+        if segments:
+            warp_start = np.cumsum([0] + [s.hi - s.lo for s in segments]).astype(np.int64)
+            plan = _Plan(
+                segments, warp_start,
+                xp.asarray(np.array([s.row() for s in segments], dtype=np.int32)),
+                xp.asarray(warp_start), xp.asarray(warp_start[1:] - 1),
+            )  # fmt: skip
+        if len(self._plans) >= PLANS_KEPT:
+            if self.arrays.device:  # no launch may still read a plan let go
+                xp.cuda.Device().synchronize()
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
+
+    def _launch(self, table, screen, plan: _Plan, warps: tuple[int, int], counts=None,
+                ends=None, base: int = 0, out=(None, None, None)) -> None:  # fmt: skip
+        """The screening kernel over ``warps`` [lo, hi): counting into ``counts``, or writing
+        the items into ``out`` (positions from ``ends``, less ``base``)."""
         null = np.uint64(0)
         args = (
-            np.int32(len(segments)), cp.asarray(warps),
-            cp.asarray(np.array([s.row() for s in segments], dtype=np.int32)),
+            np.int32(len(plan.segments)), plan.device_warp_start, plan.rows,
+            np.int64(warps[0]), np.int64(warps[1]),
             table.first, table.second, table.bound, table.ranges, screen.blocks,
             np.int32(screen.blocks.shape[0]), np.float64(screen.tol),
             np.float64(screen.largest), np.int32(screen.with_j), np.int32(screen.with_k),
-            np.int32(write), total, null if region is None else cp.asarray(region),
-            null if quartets is None else quartets, null if scales is None else scales,
-            null if ranges is None else ranges,
+            null if counts is None else counts, null if ends is None else ends,
+            np.int64(base), *(null if a is None else a for a in out),
         )  # fmt: skip
-        grid = (_ceil_div(32 * int(warps[-1]), self.THREADS),)
+        grid = (_ceil_div(32 * (warps[1] - warps[0]), self.THREADS),)
         self._kernel(grid, (self.THREADS,), args)
-        return self.arrays.to_host(total).astype(np.int64)
 
     def rounds(self, table, blocks: list[Block], screen: Screen) -> Iterator[Round]:
         """The surviving items of ``blocks`` (of any classes), in rounds. Contract: a round's
@@ -434,75 +471,65 @@ class DeviceScreener(_Screener):
         that stream's next allocation (``streams.ClassStreams.wait``)."""
         if screen.largest <= 0.0:
             return
-        whole = [_Segment(i, b, b.lo, b.bra_stop) for i, b in enumerate(blocks)
-                 if b.bra_pairs > 0 and b.ket.size]  # fmt: skip
-        if not whole:
+        plan = self._plan(blocks)
+        if plan is None:
             return
-        room = self._launch(table, screen, whole, write=False)
-        current, used = [], 0
-        for piece in self._pieces(table, screen, whole, room):
-            if current and used + piece[1] > self.limit:
-                yield self._round(table, screen, current)
-                current, used = [], 0
-            current.append(piece)
-            used += piece[1]
-        if current:
-            yield self._round(table, screen, current)
+        xp = self.arrays.xp
+        counts = xp.empty(plan.warps, dtype=xp.int64)
+        self._launch(table, screen, plan, (0, plan.warps), counts=counts)
+        ends = xp.cumsum(counts)
+        block_ends = self.arrays.to_host(ends[plan.last_warp]).astype(np.int64)
+        total = int(block_ends[-1])
+        if total == 0:
+            return
+        for warps, items in self._cuts(plan, ends, total):
+            yield self._round(table, screen, plan, ends, block_ends, warps, items)
 
-    def _pieces(self, table, screen, whole, room) -> Iterator[tuple[_Segment, int]]:
-        """(segment, candidate items) of each segment with candidates; a block with more than
-        ``limit`` in bra ranges of at most ``limit`` (at least one bra pair)."""
-        for segment, need in zip(whole, room):
-            if need == 0:
-                continue
-            if need <= self.limit:
-                yield segment, int(need)
-                continue
-            block = segment.block
-            counts = _ket_counts(self.arrays.xp, table, block, screen)
-            counts = self.arrays.to_host(counts) * block.items_per_quartet
-            for lo, hi in _bra_ranges(counts, self.limit):
-                part = _Segment(segment.index, block, block.lo + lo, block.lo + hi)
-                yield part, int(counts[lo:hi].sum())
+    def _cuts(self, plan: _Plan, ends, total: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """(warps [lo, hi), items [lo, hi)) of each round: a round ends at the last warp whose
+        items end within the next multiple of ``limit``, so it holds fewer than ``limit``
+        items and one warp's."""
+        if total <= self.limit:
+            return [((0, plan.warps), (0, total))]
+        xp = self.arrays.xp
+        targets = xp.arange(1, _ceil_div(total, self.limit), dtype=xp.int64) * self.limit
+        cut = xp.searchsorted(ends, targets, side="right")
+        at = xp.where(cut > 0, ends[xp.maximum(cut - 1, 0)], 0)
+        cut, at = self.arrays.to_host(xp.stack([cut.astype(xp.int64), at])).tolist()
+        warps = [0, *cut, plan.warps]
+        items = [0, *at, total]
+        return [((w0, w1), (i0, i1)) for w0, w1, i0, i1
+                in zip(warps, warps[1:], items, items[1:]) if i1 > i0]  # fmt: skip
 
-    def _round(self, table, screen, pieces) -> Round:
+    def _round(self, table, screen, plan: _Plan, ends, block_ends: np.ndarray,
+               warps: tuple[int, int], items: tuple[int, int]) -> Round:  # fmt: skip
         cp = self.arrays.xp
-        region = np.cumsum([0] + [need for _, need in pieces]).astype(np.int64)
-        n = int(region[-1])
+        lo, hi = items
+        n = hi - lo
         out = (cp.empty((n, 4), dtype=cp.int32), cp.empty(n), cp.empty((2 * n, 2), cp.int32))
-        segments = [segment for segment, _ in pieces]
-        written = self._launch(table, screen, segments, True, region, out)
-        if np.any(written > np.diff(region)):
-            raise RuntimeError("the screening kernel found more items than it counted")
-        start = np.cumsum(np.concatenate([[0], written])).astype(np.int64)
-        if self.spread or len(segments) > 1:  # packed: one launch can span several blocks
-            out = self._gather(region, written, start, out)
-        quartets, scales, ranges = out
-        items = ItemBatch(quartets, scales, ranges)
-        found = [
-            Piece(segment.index, segment.block, int(lo), int(hi))
-            for segment, lo, hi in zip(segments, start[:-1], start[1:])
-            if hi > lo
+        self._launch(table, screen, plan, warps, ends=ends, base=lo, out=out)
+        starts = np.maximum(np.concatenate([[0], block_ends[:-1]]), lo) - lo
+        stops = np.minimum(block_ends, hi) - lo
+        pieces = [
+            Piece(segment.index, segment.block, int(a), int(b))
+            for segment, a, b in zip(plan.segments, starts.tolist(), stops.tolist())
+            if b > a
         ]
-        return Round(items, found)
+        if self.spread:
+            out = self._gather(pieces, out)
+        return Round(ItemBatch(*out), pieces)
 
-    def _gather(self, region: np.ndarray, written: np.ndarray, start: np.ndarray, items):
-        """The written items of every segment packed one after another from ``start`` (the
-        cumulative ``written``): in the order written, or with ``spread`` each segment's in
-        the order q -> (q * stride) mod n for a stride coprime to its n, so that neighbours
-        come from far apart in the written order (different bras and kets)."""
+    def _gather(self, pieces: list[Piece], items):
+        """The round's items with each piece's in the order q -> (q * stride) mod n for a
+        stride coprime to its n, so that neighbours come from far apart in the written order
+        (different bras and kets)."""
         cp = self.arrays.xp
+        sizes = [p.hi - p.lo for p in pieces]
+        start = np.array([0] + [p.hi for p in pieces], dtype=np.int64)
+        strides = np.array([next(s for s in SPREAD_STRIDES if n % s) for n in sizes], np.int64)
         total = int(start[-1])
-        strides = np.array(
-            [next(p for p in SPREAD_STRIDES if n % p) if n and self.spread else 1
-             for n in written],
-            dtype=np.int64,
-        )  # fmt: skip
         out = (cp.empty((total, 4), dtype=cp.int32), cp.empty(total),
                cp.empty((2 * total, 2), cp.int32))  # fmt: skip
-        if total:
-            args = (np.int32(len(written)), cp.asarray(start), cp.asarray(region[:-1]),
-                    cp.asarray(strides), *items, *out)  # fmt: skip
-            grid = (_ceil_div(total, self.THREADS),)
-            self._gather_kernel(grid, (self.THREADS,), args)
+        args = (np.int32(len(pieces)), cp.asarray(start), cp.asarray(strides), *items, *out)
+        self._gather_kernel((_ceil_div(total, self.THREADS),), (self.THREADS,), args)
         return out

@@ -254,7 +254,7 @@ ENGINE_OPTIONS = {
     "one stream": {"streams": 1},
     "no block form": {"block_items": 0},
     "fused up to 63 integrals": {"fused_max_outputs": 63},
-    "rounds of 16 M candidates": {"round_candidates": 1 << 24},
+    "rounds of 16 M items": {"round_items": 1 << 24},
 }
 """The engine's own choices, each set the other way, timed on the converged density."""
 
