@@ -78,6 +78,9 @@ class KernelOptions:
     omega: float = 0.0
     """The operator: 0 the Coulomb operator 1/r, > 0 the long-range erf(omega r)/r of
     range-separated functionals."""
+    warp_bra_j: bool = True
+    """CUDA Tier 1 J/K epilogue: the J_ab updates of a warp whose items share one bra pair are
+    summed across the warp and added once (False: each thread's own atomic update)."""
     item_threads: int = 1
     """Tier 2: threads per work item. 1 builds the straight-line kernel (one item per thread);
     more builds the block form (one block of this many threads per item over the class's
@@ -130,6 +133,7 @@ class KernelOptions:
             "phase2_compiled_max": self.phase2_compiled_max,
             "generated_kernel2_max_outputs": self.generated_kernel2_max_outputs,
             "omega": self.omega,
+            "warp_bra_j": self.warp_bra_j,
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -46,11 +46,31 @@ def test_tier1_source_is_straight_line_with_accumulators():
     assert k.n_slots == 0 and k.layout is None
     assert k.source.count(" += v") == plan.n_accumulators  # one accumulation per HRR input
     assert k.source.count("OUT(") == 25 + 1  # 25 outputs plus the macro definition
-    jk = lower(plan, "cuda", "jk")
+    jk = lower(plan, "cuda", "jk", warp_bra_j=False)
     assert jk.source.count("const double I") == 25  # each integral kept for the contraction
     # one atomic update per element of J_ab, J_cd, K_ac, K_bc, K_ad, K_bd (5 5 25 5 5 1 for
     # (ds|ds)), not six per integral, plus the macro definition
     assert jk.source.count("ATOMIC(") == 46 + 1
+    assert "frcg_warp_bra" not in jk.source
+
+
+@pytest.mark.parametrize("target", ["cuda", "cpp"])
+def test_jk_epilogue_sums_a_warps_j_ab_updates_on_the_gpu(target, tmp_path):
+    """``warp_bra_j`` (the default): the CUDA J/K epilogue adds the 5 J_ab elements of (ds|ds)
+    through ``ADD_BRA`` (summed across a warp on one bra pair, else each thread's atomic), the
+    other 41 atomically; the host's J/K epilogue is the same either way; nvcc builds it."""
+    plan = plan_class(QuartetClass(2, 0, 2, 0))
+    jk = lower(plan, target, "jk")
+    if target == "cpp":
+        assert jk.source == lower(plan, target, "jk", warp_bra_j=False).source
+        return
+    body = jk.source[jk.source.index("extern") :]
+    assert body.count("ADD_BRA(") == 5 and body.count("ATOMIC(") == 41
+    assert body.count("frcg_warp_bra(oa, ob)") == 1  # once per item, before the densities
+    if shutil.which("nvcc") is not None:
+        src = tmp_path / "k.cu"
+        src.write_text(jk.source)
+        nvcc_cubin(src, tmp_path / "k.cubin", "sm_90", jk.name)
 
 
 def test_small_classes_read_the_next_ket_row_ahead():

@@ -97,6 +97,7 @@ def test_options_round_trip_through_json_and_key_on_every_field():
         "phase2_compiled_max": 10,
         "generated_kernel2_max_outputs": 0,
         "omega": 0.4,
+        "warp_bra_j": False,
         "item_threads": 128,
     }
     assert set(changed) == {f.name for f in dataclasses.fields(KernelOptions)}

@@ -321,7 +321,28 @@ def _vrr_statement(dag: Dag, v: int, name, boys_leaf, ready) -> str:
     return f"const double {name(v)} = {value};"
 
 
-def _jk_contraction(shape: tuple[int, ...]) -> list[str]:
+WARP_BRA_SOURCE = r"""
+// The J_ab updates of a warp whose 32 threads all hold items of one bra pair (the screening
+// writes each bra pair's surviving kets one after another): summed across the warp and added
+// once, where 32 atomic updates of one address would run one after another.
+static __device__ __forceinline__ bool frcg_warp_bra(const int a, const int b)
+{
+    const unsigned all = __activemask();
+    if (all != 0xffffffffu) return false;
+    return __all_sync(all, a == __shfl_sync(all, a, 0) && b == __shfl_sync(all, b, 0));
+}
+static __device__ __forceinline__ void frcg_warp_add(double* p, double v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(p, v);
+}
+#define ADD_BRA(x, v) \
+    do { const double v_ = (v); if (bra_warp_) frcg_warp_add(&(x), v_); else ATOMIC(x, v_); } \
+    while (0)
+"""
+
+
+def _jk_contraction(shape: tuple[int, ...], warp_bra: bool = False) -> list[str]:
     """Half J and K of one quartet's integrals (``I{k}``: integral k in the order of
     ``shape``'s positions) for each of the ``n_dm`` densities stacked in ``dm``
     (nao x nao each, likewise ``vj`` and ``vk``), 8-fold symmetry through the quartet's scale
@@ -329,14 +350,17 @@ def _jk_contraction(shape: tuple[int, ...]) -> list[str]:
     against the density block first and is then added with one atomic update (J_ab, J_cd,
     K_ac, K_bc, K_ad, K_bd: ni nj + nk nl + ni nk + nj nk + ni nl + nj nl updates, where one
     per integral and block would be six times the integrals). A null ``vj`` or ``vk`` leaves
-    that matrix out (a branch uniform over the launch)."""
+    that matrix out (a branch uniform over the launch). ``warp_bra`` (CUDA, with
+    ``WARP_BRA_SOURCE``): a warp on one bra pair sums its J_ab updates first."""
     ni, nj, nk, nl = shape
     at = {q: n for n, q in enumerate(product(range(ni), range(nj), range(nk), range(nl)))}
     off = {"a": "oa", "b": "ob", "c": "oc", "d": "od"}
     size = {"a": ni, "b": nj, "c": nk, "d": nl}
 
-    def block(matrix: str, rows: str, cols: str, weight, symmetric: bool) -> list[str]:
-        """matrix[rows, cols] += sum over the other two positions of I * D(weight pair)."""
+    def block(matrix: str, rows: str, cols: str, weight, symmetric: bool,
+              add: str = "ATOMIC") -> list[str]:  # fmt: skip
+        """matrix[rows, cols] += sum over the other two positions of I * D(weight pair), each
+        element added by the macro ``add``."""
         x, y = weight
         lines = ["{"]
         for u, w in product(range(size[x]), range(size[y])):
@@ -350,16 +374,18 @@ def _jk_contraction(shape: tuple[int, ...]) -> list[str]:
                 pos = {rows: r, cols: c, x: u, y: w}
                 terms.append(f"I{at[pos['a'], pos['b'], pos['c'], pos['d']]} * w{u}_{w}")
             target = f"{matrix}_[(size_t)({off[rows]} + {r}) * nao + {off[cols]} + {c}]"
-            lines.append(f"ATOMIC({target}, sq * ({' + '.join(terms)}));")
+            lines.append(f"{add}({target}, sq * ({' + '.join(terms)}));")
         return lines + ["}"]
 
+    head = ["const bool bra_warp_ = frcg_warp_bra(oa, ob);"] if warp_bra else []
     return [
+        *head,
         "for (int m_ = 0; m_ < n_dm; ++m_) {",
         "const size_t o_ = (size_t)m_ * nao * nao;",
         "const double* const dm_ = dm + o_;",
         "if (vj) {",
         "double* const vj_ = vj + o_;",
-        *block("vj", "a", "b", "cd", True),
+        *block("vj", "a", "b", "cd", True, "ADD_BRA" if warp_bra else "ATOMIC"),
         *block("vj", "c", "d", "ab", True),
         "}",
         "if (vk) {",
@@ -438,6 +464,7 @@ def _tier1_body(
     arrival_order: bool,
     prefetch_max_accumulators: int,
     omega: float,
+    warp_bra: bool = False,
 ) -> list[str]:
     g = plan.graph
     n_acc = plan.n_accumulators
@@ -498,7 +525,7 @@ def _tier1_body(
     if epilogue is Epilogue.GRAD:
         lines += _grad_close(plan.cls.deriv)
     elif epilogue is Epilogue.JK:
-        lines += _jk_contraction(g.output_shape)
+        lines += _jk_contraction(g.output_shape, warp_bra)
     return lines
 
 
@@ -723,6 +750,7 @@ def lower(
     phase2_compiled_max: int = PHASE2_COMPILED_MAX,
     generated_kernel2_max_outputs: int = GENERATED_KERNEL2_MAX_OUTPUTS,
     omega: float = 0.0,
+    warp_bra_j: bool = True,
 ) -> KernelSource:
     """Source of the kernel for ``plan`` in its tier (forced or chosen by the model); ``bank``
     places Tier 2's slot bank (see ``shared_bank``). A Tier 1 kernel the model holds to fewer
@@ -734,7 +762,8 @@ def lower(
     the order their values become available with ``arrival_order``, in graph order otherwise
     (``_expr``). The three after it set the thresholds named by this module's constants of the
     same names (``options.KernelOptions``); ``omega`` > 0 gives the kernel of the long-range
-    operator erf(omega r) / r (``_loops_open``)."""
+    operator erf(omega r) / r (``_loops_open``). ``warp_bra_j``: a CUDA J/K epilogue sums the
+    J_ab updates of a warp on one bra pair before adding them (``WARP_BRA_SOURCE``)."""
     tgt = TARGETS[target] if isinstance(target, str) else target
     epi = Epilogue(epilogue)
     tier = plan.tier
@@ -783,9 +812,12 @@ def lower(
             placement = plan.tier1_fallback
         if epi is Epilogue.GRAD:
             parts.append(_grad_macro())
+        warp_bra = warp_bra_j and epi is Epilogue.JK and tgt.name == "cuda"
+        if warp_bra:
+            parts.append(WARP_BRA_SOURCE)
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
         body += _tier1_body(
-            plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators, omega
+            plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators, omega, warp_bra
         )
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0

@@ -255,8 +255,10 @@ ENGINE_OPTIONS = {
     "no block form": {"block_items": 0},
     "fused up to 63 integrals": {"fused_max_outputs": 63},
     "rounds of 16 M items": {"round_items": 1 << 24},
+    "J_ab atomics per thread": {"kernel_options": {"warp_bra_j": False}},
 }
-"""The engine's own choices, each set the other way, timed on the converged density."""
+"""The engine's own choices, each set the other way, timed on the converged density
+(``kernel_options``: fields of the kernels' ``KernelOptions`` changed from the run's)."""
 
 
 def _option_timing(mol, args, dm, **option) -> dict:
@@ -265,6 +267,10 @@ def _option_timing(mol, args, dm, **option) -> dict:
 
     start = time.perf_counter()
     settings = {**args.engine, **option}
+    if "kernel_options" in settings:
+        changes = settings.pop("kernel_options")
+        settings["options"] = fusionrcg.kernel_options(settings.get("options", "full"))
+        settings["options"] = settings["options"].replace(**changes)
     engine = fusionrcg.JK(mol, "gpu", args.direct_scf_tol, kernel_dir=args.kernel_dir, **settings)
     return {
         "options": option,
