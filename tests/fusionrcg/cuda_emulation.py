@@ -63,9 +63,38 @@ inline unsigned long long __shfl_sync(unsigned, unsigned long long v, int src) {
   emu_wait();
   return r;
 }
+inline int __shfl_sync(unsigned m, int v, int src) {
+  return (int)__shfl_sync(m, (unsigned long long)(unsigned)v, src);
+}
+inline double emu_lane_value[8][32];
+inline double __shfl_xor_sync(unsigned, double v, int lane_mask) {
+  const unsigned w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  emu_wait();
+  emu_lane_value[w][lane] = v;
+  emu_wait();
+  const double r = emu_lane_value[w][lane ^ lane_mask];
+  emu_wait();
+  return r;
+}
+// every lane of an emulated warp runs to the end of the kernel or returns at a warp-uniform
+// point: callers launch whole warps of work
+inline unsigned __activemask() { return 0xffffffffu; }
+inline bool __all_sync(unsigned m, bool p) { return __ballot_sync(m, p) == m; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline double atomicAdd(double* p, double v) {
+  unsigned long long* const bits = reinterpret_cast<unsigned long long*>(p);
+  unsigned long long seen = __atomic_load_n(bits, __ATOMIC_SEQ_CST), next;
+  double before;
+  do {
+    __builtin_memcpy(&before, &seen, sizeof before);
+    const double sum = before + v;
+    __builtin_memcpy(&next, &sum, sizeof sum);
+  } while (!__atomic_compare_exchange_n(bits, &seen, next, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST));
+  return before;
 }
 using std::max;
 using std::min;

@@ -329,7 +329,8 @@ static __device__ __forceinline__ bool frcg_warp_bra(const int a, const int b)
 {
     const unsigned all = __activemask();
     if (all != 0xffffffffu) return false;
-    return __all_sync(all, a == __shfl_sync(all, a, 0) && b == __shfl_sync(all, b, 0));
+    const int a0 = __shfl_sync(all, a, 0), b0 = __shfl_sync(all, b, 0);  // every lane shuffles
+    return __all_sync(all, a == a0 && b == b0);
 }
 static __device__ __forceinline__ void frcg_warp_add(double* p, double v)
 {
