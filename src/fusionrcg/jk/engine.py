@@ -279,8 +279,17 @@ class JK:
                 for kernel in (kernels.store, kernels.fused, kernels.block):
                     if kernel is not None:
                         self.executor.load(kernel)
+            self.executor.share_item_pairs(self._largest_round())
             cupy.cuda.Device().synchronize()
         self.setup_seconds = time.perf_counter() - start
+
+    def _largest_round(self) -> int:
+        """Work items one screening round can hold at most: ``round_items`` and one bra pair's
+        (``tasks.DeviceScreener``), or every item of the build before screening if fewer."""
+        found = [b for _, class_blocks in self.classes for b in class_blocks]
+        unscreened = sum(b.quartets * b.items_per_quartet for b in found)
+        widest = max((b.ket.size * b.items_per_quartet for b in found), default=0)
+        return min(unscreened, self._round_items + widest)
 
     @property
     def tasks(self) -> list[JKTask]:
