@@ -48,10 +48,54 @@ class Layout:
         return self.ngb * self.d
 
 
+def _cupy_of(a):
+    """CuPy where ``a`` is one of its arrays, else None."""
+    if type(a).__module__.split(".")[0] != "cupy":
+        return None
+    import cupy
+
+    return cupy
+
+
+def _grid_on_device(cp, mol, coords, weights, atom_index, resolution: float):
+    """(grid_perm, ordered coords, ordered weights) on the host, made on the device from the
+    grid's device arrays: the same permutation as the host's (``ordering.grid_order``)."""
+    coords = cp.asarray(coords, dtype=cp.float64)
+    weights = cp.asarray(weights, dtype=cp.float64)
+    if coords.ndim != 2 or coords.shape[1] != 3 or coords.shape[0] != weights.shape[0]:
+        raise GridError(
+            f"grid coords must be (n, 3) and weights (n,); got {coords.shape} and {weights.shape}"
+        )
+    if not (bool(cp.isfinite(coords).all()) and bool(cp.isfinite(weights).all())):
+        raise GridError("grid coords or weights contain NaN or inf")
+    kept = cp.flatnonzero(weights != 0)
+    if kept.size == 0:
+        raise GridError("the grid has no points of nonzero weight")
+    points = coords[kept]
+    if atom_index is None or len(atom_index) != weights.shape[0]:
+        atoms = cp.asarray(ordering.nearest_atom(points.get(), mol.atom_coords()))
+    else:
+        atoms = cp.asarray(atom_index)[kept]
+    codes = ordering.lattice_codes(cp, points, resolution)
+    grid_perm = kept[ordering.order_by_atom_then_code(cp, codes, atoms)]
+    return grid_perm.get(), coords[grid_perm].get(), weights[grid_perm].get()
+
+
 def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm=None) -> Layout:
-    """Orders of one molecule and grid (host arrays in, host arrays out). ``basis_perm``: a
-    basis order to keep (a nearby geometry's, for an MD step) instead of making one; the grid
-    order, cheap beside it, is always made for the grid given."""
+    """Orders of one molecule and grid (host arrays in, host arrays out; with
+    ``settings.grid_order_on_device`` the grid may come as CuPy arrays, and its Morton order
+    is made there). ``basis_perm``: a basis order to keep (a nearby geometry's, for an MD
+    step) instead of making one; the grid order, cheap beside it, is always made for the grid
+    given."""
+    cp = _cupy_of(coords) if settings.grid_order_on_device else None
+    if cp is not None and settings.grid_order == "morton":
+        grid_perm, ordered, kept_weights = _grid_on_device(
+            cp, mol, coords, weights, atom_index, settings.morton_resolution
+        )
+        return _with_basis_order(mol, settings, basis_perm, grid_perm, ordered, kept_weights)
+    if cp is not None:
+        coords, weights = coords.get(), weights.get()
+        atom_index = None if atom_index is None else cp.asnumpy(atom_index)
     coords = np.asarray(coords, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     if coords.ndim != 2 or coords.shape[1] != 3 or coords.shape[0] != weights.shape[0]:
@@ -75,6 +119,12 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm
     else:
         grid_perm = kept
     ordered = np.ascontiguousarray(coords[grid_perm])
+    kept_weights = np.ascontiguousarray(weights[grid_perm])
+    return _with_basis_order(mol, settings, basis_perm, grid_perm, ordered, kept_weights)
+
+
+def _with_basis_order(mol, settings: Settings, basis_perm, grid_perm, ordered, weights) -> Layout:
+    """The layout of the ordered grid with ``basis_perm``, or a basis order made for it."""
     if basis_perm is None:
         basis_perm = ordering.basis_order(
             mol,
@@ -92,6 +142,6 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm
         nao=mol.nao_nr(),
         basis_perm=np.asarray(basis_perm, dtype=np.int64),
         grid_perm=grid_perm,
-        coords=ordered,
-        weights=np.ascontiguousarray(weights[grid_perm]),
+        coords=np.ascontiguousarray(ordered),
+        weights=np.ascontiguousarray(weights),
     )

@@ -116,7 +116,10 @@ class KerneLDIMixin:
         return eng
 
     def _layout(self, mol, coords, weights, atm_idx, basis_perm):
-        """The block layout of this grid (host copies of its arrays) under the settings."""
+        """The block layout of this grid under the settings (from host copies of its arrays,
+        or from its device arrays with ``grid_order_on_device`` on the GPU backend)."""
+        if self.settings.grid_order_on_device and self._kerneldi_backend == "gpu":
+            return make_layout(mol, coords, weights, atm_idx, self.settings, basis_perm)
         atoms = None if atm_idx is None else _host(atm_idx)
         return make_layout(mol, _host(coords), _host(weights), atoms, self.settings, basis_perm)
 

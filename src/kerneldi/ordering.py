@@ -118,6 +118,40 @@ def grid_order(
     return perm
 
 
+def lattice_codes(xp, coords, resolution: float = 128.0):
+    """``morton_codes`` with the array module ``xp`` (NumPy, or CuPy for device arrays), in one
+    pass over the points: the same codes."""
+    coords = xp.asarray(coords, dtype=xp.float64)
+    if coords.shape[0] == 0:
+        return xp.empty(0, dtype=xp.uint64)
+    scaled = xp.floor((coords - coords.min(axis=0)) * resolution)
+    lattice = xp.clip(scaled, 0, (1 << MORTON_BITS) - 1).astype(xp.int64).view(xp.uint64)
+    table = xp.asarray(_SPREAD_TABLE)
+    half, low = np.uint64(_HALF_BITS), np.uint64((1 << _HALF_BITS) - 1)
+
+    def spread(v):
+        return table[v & low] | (table[v >> half] << np.uint64(3 * _HALF_BITS))
+
+    x, y, z = lattice[:, 0], lattice[:, 1], lattice[:, 2]
+    return spread(z) | (spread(y) << np.uint64(1)) | (spread(x) << np.uint64(2))
+
+
+def order_by_atom_then_code(xp, codes, atom_index):
+    """The permutation of ``grid_order`` from the points' codes and atoms (or codes only),
+    with the array module ``xp``: a stable sort by code, then a stable sort of that order by
+    atom (two sorts of the whole grid, which a GPU does at once; the host's per-atom sorts are
+    faster on a CPU)."""
+    by_code = _stable_argsort(xp, codes)
+    if atom_index is None:
+        return by_code
+    return by_code[_stable_argsort(xp, xp.asarray(atom_index)[by_code])]
+
+
+def _stable_argsort(xp, values):
+    # CuPy's sorts are stable and take no ``kind``
+    return values.argsort(kind="stable") if xp is np else values.argsort()
+
+
 def _runs(values: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of each run of equal neighbours."""
     starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]]) if values.size else []

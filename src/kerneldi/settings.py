@@ -70,6 +70,9 @@ class Settings:
     # a new geometry of the same molecule whose atoms all moved less than this (Bohr) keeps
     # the previous basis order (an MD step); 0 orders every geometry anew
     reuse_orders_bohr: float = 0.5
+    # GPU backend: the grid's Morton order and the reordered grid made on the device from the
+    # grid's device arrays (``layout.make_layout``) instead of on the host
+    grid_order_on_device: bool = False
 
     def __post_init__(self):
         if not isinstance(self.block_size, int) or self.block_size < 1:
@@ -100,6 +103,10 @@ class Settings:
             raise SettingsError("cpu_cache_mb must be >= 0")
         if not self.reuse_orders_bohr >= 0:
             raise SettingsError("reuse_orders_bohr must be >= 0")
+        if not isinstance(self.grid_order_on_device, bool):
+            raise SettingsError(
+                f"grid_order_on_device must be True or False, got {self.grid_order_on_device!r}"
+            )
 
     def as_dict(self) -> dict:
         return asdict(self)

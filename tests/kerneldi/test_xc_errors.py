@@ -76,8 +76,9 @@ def test_bad_uks_density_matrix(water):
 
 @pytest.mark.parametrize(
     "options",
-    [{"block_size": 0}, {"t_b": 2.0}, {"t_d": -1.0}, {"mma": "fp8"}, {"grid_order": "hilbert"}],
-)
+    [{"block_size": 0}, {"t_b": 2.0}, {"t_d": -1.0}, {"mma": "fp8"}, {"grid_order": "hilbert"},
+     {"grid_order_on_device": "yes"}],
+)  # fmt: skip
 def test_bad_settings(options):
     with pytest.raises(SettingsError):
         kerneldi.NumInt(**options)

@@ -96,3 +96,28 @@ def test_gpu4pyscf_scf_with_the_engine():
         if numint is not None:
             assert numint.stats()["density_form"] == numint.settings.density_form
     assert max(abs(e - energies[0]) for e in energies[1:]) <= 1e-7
+
+
+def test_grid_order_on_device_gives_the_hosts_layout(get_system):
+    """``Settings.grid_order_on_device``: the layout made from the grid's device arrays (the
+    Morton order sorted on the GPU) equals the host's, with and without the grid's atoms, and
+    with points of zero weight left out."""
+    import cupy
+
+    from kerneldi.layout import make_layout
+    from kerneldi.settings import Settings
+
+    mol, grids, _ = get_system(*CASE)
+    weights = np.array(grids.weights)
+    weights[::7] = 0.0
+    host, device = Settings(), Settings(grid_order_on_device=True)
+    for atoms in (np.asarray(grids.atm_idx), None):
+        want = make_layout(mol, grids.coords, weights, atoms, host)
+        got = make_layout(
+            mol, cupy.asarray(grids.coords), cupy.asarray(weights),
+            None if atoms is None else cupy.asarray(atoms), device,
+        )  # fmt: skip
+        np.testing.assert_array_equal(got.grid_perm, want.grid_perm)
+        np.testing.assert_array_equal(got.coords, want.coords)
+        np.testing.assert_array_equal(got.weights, want.weights)
+        np.testing.assert_array_equal(got.basis_perm, want.basis_perm)

@@ -196,3 +196,23 @@ def test_morton_codes_across_chunks_and_unsorted_atoms():
     np.testing.assert_array_equal(
         ordering.grid_order(coords, grouped, 128.0), np.lexsort((codes, grouped))
     )
+
+
+def test_the_devices_two_sorts_give_the_hosts_grid_order():
+    """``lattice_codes`` and ``order_by_atom_then_code`` (what the GPU runs with CuPy for
+    ``Settings.grid_order_on_device``), here with NumPy: the codes of ``morton_codes`` and the
+    permutation of ``grid_order`` for atoms in runs, atoms in no order, repeated codes, and no
+    atoms."""
+    rng = np.random.default_rng(5)
+    n = 70_000
+    coords = rng.normal(0.0, 3.0, size=(n, 3))
+    coords[-500:] = coords[:500]  # equal codes: the input order decides
+    codes = ordering.lattice_codes(np, coords, 128.0)
+    np.testing.assert_array_equal(codes, ordering.morton_codes(coords, 128.0))
+    assert ordering.lattice_codes(np, np.zeros((0, 3))).shape == (0,)
+    scattered = rng.integers(0, 9, size=n)
+    for atoms in (scattered, np.sort(scattered), None):
+        np.testing.assert_array_equal(
+            ordering.order_by_atom_then_code(np, codes, atoms),
+            ordering.grid_order(coords, atoms, 128.0),
+        )

@@ -23,6 +23,15 @@ def test_engine_option_refuses_what_the_engine_does_not_take(text):
         bench.engine_option(text)
 
 
+def test_xc_settings_are_typed_and_checked_against_kerneldis():
+    assert bench.xc_setting("grid_order_on_device=true") == ("grid_order_on_device", True)
+    assert bench.xc_setting("block_size=16") == ("block_size", 16)
+    assert bench.xc_setting("basis_order=input") == ("basis_order", "input")
+    for text in ("grid_order_on_device", "no_such_setting=1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bench.xc_setting(text)
+
+
 def test_accuracy_runs_with_engine_options(tmp_path):
     argv = ["accuracy", "--systems", "water_clusters/002:sto-3g", "--backend", "cpu",
             "--engine-option", "max_work=4", "--engine-option", "decontract=true",

@@ -27,7 +27,8 @@ holds the run's commit, device, software and first command):
   ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
 
 ``--engine-option NAME=VALUE`` (repeatable) sets a ``fusionrcg.JK`` argument for every engine
-of the run (``scf``, ``energies``, ``memory``, ``host-share``, ``accuracy``).
+of the run (``scf``, ``energies``, ``memory``, ``host-share``, ``accuracy``); ``--xc-setting
+NAME=VALUE`` a ``kerneldi.Settings`` field of the ``dft`` runs' KerneLDI NumInt.
 """
 
 from __future__ import annotations
@@ -321,9 +322,9 @@ def _dft_run(args, mol, way: str) -> dict:
     mf = _make(args.xc, mol, gpu=True)
     mf.grids.level = args.grid_level
     if way == "xc only":
-        mf._numint = kerneldi.NumInt(backend="gpu")
+        mf._numint = kerneldi.NumInt(backend="gpu", **args.xc_settings)
     elif way == "both":
-        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir)
+        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, **args.xc_settings)
     result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     if way != "gpu4pyscf":
         result["xc_layout_s"] = mf._numint.layout_seconds
@@ -339,7 +340,8 @@ def run_dft(args, out) -> None:
         print(f"{name} {basis}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
         row = {"kind": "dft", "molecule": name, "basis": basis, "method": args.xc,
                "natm": mol.natm, "nao": mol.nao, "grid_level": args.grid_level,
-               "conv_tol": args.conv_tol, "direct_scf_tol": args.direct_scf_tol}  # fmt: skip
+               "conv_tol": args.conv_tol, "direct_scf_tol": args.direct_scf_tol,
+               "xc_settings": args.xc_settings}  # fmt: skip
         for way in DFT_WAYS:
             row[way] = _dft_run(args, mol, way)
             _cupy().get_default_memory_pool().free_all_blocks()
@@ -517,25 +519,50 @@ def run_accuracy(args, out) -> None:
             out(row)
 
 
+def _name_value(text: str, allowed, what: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or name not in allowed:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE with NAME one of {', '.join(sorted(allowed))} ({what}), "
+            f"got {text!r}"
+        )
+    return name, value
+
+
+def _scalar(value: str) -> int | float | bool | None:
+    """An integer, float or true/false written as text; None for anything else."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for number in (int, float):
+        try:
+            return number(value)
+        except ValueError:
+            pass
+    return None
+
+
 def engine_option(text: str) -> tuple[str, int | float | bool]:
     """``NAME=VALUE`` of ``--engine-option``: a ``fusionrcg.JK`` argument with an integer,
     float or true/false value."""
     from fusionrcg.jk import engine_option_names
 
-    name, sep, value = text.partition("=")
-    allowed = engine_option_names()
-    if not sep or name not in allowed:
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=VALUE with NAME one of {', '.join(sorted(allowed))}, got {text!r}"
-        )
-    if value.lower() in ("true", "false"):
-        return name, value.lower() == "true"
-    for number in (int, float):
-        try:
-            return name, number(value)
-        except ValueError:
-            pass
-    raise argparse.ArgumentTypeError(f"{name}: not a number or true/false: {value!r}")
+    name, value = _name_value(text, engine_option_names(), "fusionrcg.JK arguments")
+    found = _scalar(value)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{name}: not a number or true/false: {value!r}")
+    return name, found
+
+
+def xc_setting(text: str) -> tuple[str, int | float | bool | str]:
+    """``NAME=VALUE`` of ``--xc-setting``: a ``kerneldi.Settings`` field (a number, true/false
+    or a word)."""
+    from dataclasses import fields
+
+    from kerneldi.settings import Settings
+
+    name, value = _name_value(text, {f.name for f in fields(Settings)}, "kerneldi settings")
+    found = _scalar(value)
+    return name, value if found is None else found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -557,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="NAME=VALUE", type=engine_option,
                         help="a fusionrcg.JK argument for every engine of the run "
                         "(e.g. block_items=0; repeatable)")  # fmt: skip
+    parser.add_argument("--xc-setting", dest="xc_settings", action="append", default=[],
+                        metavar="NAME=VALUE", type=xc_setting,
+                        help="dft: a kerneldi setting of KerneLDI's NumInt in both ways that "
+                        "use it (e.g. grid_order_on_device=true; repeatable)")  # fmt: skip
     parser.add_argument("--engine-options", action="store_true",
                         help="scf: also time the engine's choices set the other way")  # fmt: skip
     parser.add_argument("--backend", default="gpu", choices=("cpu", "gpu"),
@@ -565,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="accuracy: also the derivative J and K (gradients)")  # fmt: skip
     args = parser.parse_args(argv)
     args.engine = dict(args.engine)
+    args.xc_settings = dict(args.xc_settings)
     gpu = args.command != "accuracy" or args.backend == "gpu"
     args.out.mkdir(parents=True, exist_ok=True)
     records = args.out / "records.jsonl"
