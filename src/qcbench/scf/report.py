@@ -226,6 +226,13 @@ def dft_table(records: list[dict]) -> pd.DataFrame:
                 "speedup XC only": g["total_s"] / x["total_s"],
                 "speedup both": g["total_s"] / b["total_s"],
                 "XC layout s": b.get("xc_layout_s", float("nan")),
+                "XC call s (GPU4PySCF / ours)": f"{g.get('xc_call_s', float('nan')):.3g} / "
+                f"{b.get('xc_call_s', float('nan')):.3g}",
+                "layout / XC call": b.get("xc_layout_s", float("nan"))
+                / b.get("xc_call_s", float("nan")),
+                "grid order on device": bool(
+                    r.get("xc_settings", {}).get("grid_order_on_device", False)
+                ),
                 "J/K setup s": b.get("jk_setup_s", float("nan")),
                 "dE XC only (Eh)": x["e_tot"] - g["e_tot"],
                 "dE both (Eh)": b["e_tot"] - g["e_tot"],
@@ -392,7 +399,14 @@ def checks(records: list[dict]) -> list[str]:
             lines.append(
                 f"- large build, {r['molecule']} {r['basis']} ({r['nao']} AOs): J/K in "
                 f"{r['jk_s']:.1f} s after {r['setup_s']:.1f} s of setup, memory pool "
-                f"{r['pool_bytes'] / 2**30:.1f} GiB, results finite: {r['finite']}"
+                f"{r['pool_bytes'] / 2**30:.1f} GiB"
+                + (
+                    f", engine workspace {r['workspace_bytes'] / 2**30:.1f} GiB (given back: "
+                    f"{r['free_after_release_bytes'] / 2**30:.1f} GiB of the device free)"
+                    if "workspace_bytes" in r
+                    else ""
+                )
+                + f", results finite: {r['finite']}"
             )
     return lines
 
