@@ -354,7 +354,6 @@ class GpuExecutor:
         self._bases: dict[int, DeviceBasis] = {}
         self._programs: dict[tuple, tuple] = {}
         self._qpair: dict[int, object] = {}  # per stream (``_item_pairs``)
-        self._shared_qpair = None  # read by every stream (``share_item_pairs``)
 
     def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
         key = id(basis)
@@ -418,21 +417,10 @@ class GpuExecutor:
         return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items,
                       quartet_items, add_items)  # fmt: skip
 
-    def share_item_pairs(self, n: int) -> None:
-        """Makes one ``_item_pairs`` array for launches of up to ``n`` items that every stream
-        reads, on the current stream and never replaced: call it before other streams launch
-        (the J/K engine does at setup, for its largest screening round), instead of one array
-        grown on each stream (eight copies of the largest round's)."""
-        self._shared_qpair = self.cp.arange(2 * n, dtype=self.cp.int32)
-
     def _item_pairs(self, n: int):
-        """qpair for ``n`` items whose ranges are (bra, ket) pairs: item q reads 2q and 2q+1;
-        the shared array where it is long enough (``share_item_pairs``), else a device array
-        per stream, kept and grown, not made per launch (grown and freed only on the stream
-        that reads it)."""
-        shared = self._shared_qpair
-        if shared is not None and shared.shape[0] >= 2 * n:
-            return shared[: 2 * n]
+        """qpair for ``n`` items whose ranges are (bra, ket) pairs: item q reads 2q and 2q+1
+        (a device array per stream, kept and grown, not made per launch; grown and freed only
+        on the stream that reads it)."""
         stream = self.cp.cuda.get_current_stream().ptr
         qpair = self._qpair.get(stream)
         if qpair is None or qpair.shape[0] < 2 * n:
