@@ -57,20 +57,27 @@ def _cupy_of(a):
     return cupy
 
 
-def _grid_on_device(cp, mol, coords, weights, atom_index, resolution: float):
-    """(grid_perm, ordered coords, ordered weights) on the host, made on the device from the
-    grid's device arrays: the same permutation as the host's (``ordering.grid_order``)."""
-    coords = cp.asarray(coords, dtype=cp.float64)
-    weights = cp.asarray(weights, dtype=cp.float64)
+def _checked_grid(xp, coords, weights):
+    """(coords, weights, indices of the points of nonzero weight) as float64 arrays of the
+    array module ``xp``; a malformed grid raises ``GridError``."""
+    coords = xp.asarray(coords, dtype=xp.float64)
+    weights = xp.asarray(weights, dtype=xp.float64)
     if coords.ndim != 2 or coords.shape[1] != 3 or coords.shape[0] != weights.shape[0]:
         raise GridError(
             f"grid coords must be (n, 3) and weights (n,); got {coords.shape} and {weights.shape}"
         )
-    if not (bool(cp.isfinite(coords).all()) and bool(cp.isfinite(weights).all())):
+    if not (bool(xp.isfinite(coords).all()) and bool(xp.isfinite(weights).all())):
         raise GridError("grid coords or weights contain NaN or inf")
-    kept = cp.flatnonzero(weights != 0)
+    kept = xp.flatnonzero(weights != 0)
     if kept.size == 0:
         raise GridError("the grid has no points of nonzero weight")
+    return coords, weights, kept
+
+
+def _grid_on_device(cp, mol, coords, weights, atom_index, resolution: float):
+    """(grid_perm, ordered coords, ordered weights) on the host, made on the device from the
+    grid's device arrays: the same permutation as the host's (``ordering.grid_order``)."""
+    coords, weights, kept = _checked_grid(cp, coords, weights)
     points = coords[kept]
     if atom_index is None or len(atom_index) != weights.shape[0]:
         atoms = cp.asarray(ordering.nearest_atom(points.get(), mol.atom_coords()))
@@ -96,17 +103,7 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm
     if cp is not None:
         coords, weights = coords.get(), weights.get()
         atom_index = None if atom_index is None else cp.asnumpy(atom_index)
-    coords = np.asarray(coords, dtype=np.float64)
-    weights = np.asarray(weights, dtype=np.float64)
-    if coords.ndim != 2 or coords.shape[1] != 3 or coords.shape[0] != weights.shape[0]:
-        raise GridError(
-            f"grid coords must be (n, 3) and weights (n,); got {coords.shape} and {weights.shape}"
-        )
-    if not (np.all(np.isfinite(coords)) and np.all(np.isfinite(weights))):
-        raise GridError("grid coords or weights contain NaN or inf")
-    kept = np.flatnonzero(weights != 0)
-    if kept.size == 0:
-        raise GridError("the grid has no points of nonzero weight")
+    coords, weights, kept = _checked_grid(np, coords, weights)
     every = kept.size == weights.size  # the usual grid: no copies of the kept points
     if settings.grid_order == "morton":
         points = coords if every else coords[kept]
@@ -118,9 +115,9 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm
         grid_perm = order if every else kept[order]
     else:
         grid_perm = kept
-    ordered = np.ascontiguousarray(coords[grid_perm])
-    kept_weights = np.ascontiguousarray(weights[grid_perm])
-    return _with_basis_order(mol, settings, basis_perm, grid_perm, ordered, kept_weights)
+    return _with_basis_order(
+        mol, settings, basis_perm, grid_perm, coords[grid_perm], weights[grid_perm]
+    )
 
 
 def _with_basis_order(mol, settings: Settings, basis_perm, grid_perm, ordered, weights) -> Layout:

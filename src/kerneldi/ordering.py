@@ -50,26 +50,30 @@ def _spread_by_shifts(v: np.ndarray) -> np.ndarray:
 _SPREAD_TABLE = _spread_by_shifts(np.arange(1 << _HALF_BITS, dtype=np.uint64))
 
 
-def spread_bits(v: np.ndarray) -> np.ndarray:
-    """Bit k of each 20-bit integer moved to bit 3k."""
-    v = np.asarray(v, dtype=np.uint64) & np.uint64((1 << MORTON_BITS) - 1)
-    low = v & np.uint64((1 << _HALF_BITS) - 1)
-    high = v >> np.uint64(_HALF_BITS)
-    return _SPREAD_TABLE[low] | (_SPREAD_TABLE[high] << np.uint64(3 * _HALF_BITS))
+def _interleave(table, x, y, z):
+    """Eq. 20's codes from 20-bit lattice coordinates (uint64 arrays of NumPy or CuPy, with
+    ``table`` the spread table in the same library): bit k of each moved to bit 3k by two
+    table lookups, then interleaved."""
+
+    def spread(v):
+        low = v & np.uint64((1 << _HALF_BITS) - 1)
+        return table[low] | (table[v >> np.uint64(_HALF_BITS)] << np.uint64(3 * _HALF_BITS))
+
+    return spread(z) | (spread(y) << np.uint64(1)) | (spread(x) << np.uint64(2))
 
 
 def lattice(coords: np.ndarray, resolution: float) -> np.ndarray:
     """Coordinates scaled by ``resolution``, shifted to start at 0, truncated to 20-bit integers."""
     coords = np.asarray(coords, dtype=np.float64)
-    return _lattice(coords, coords.min(axis=0), resolution)
+    return _lattice(np, coords, coords.min(axis=0), resolution)
 
 
-def _lattice(coords: np.ndarray, origin: np.ndarray, resolution: float) -> np.ndarray:
+def _lattice(xp, coords, origin, resolution: float):
     scaled = (coords - origin) * resolution
-    np.floor(scaled, out=scaled)
-    np.clip(scaled, 0, (1 << MORTON_BITS) - 1, out=scaled)
+    xp.floor(scaled, out=scaled)
+    xp.clip(scaled, 0, (1 << MORTON_BITS) - 1, out=scaled)
     # through int64 (NumPy's float-to-uint64 cast is not vectorized); the values are >= 0
-    return scaled.astype(np.int64).view(np.uint64)
+    return scaled.astype(xp.int64).view(xp.uint64)
 
 
 _CODE_CHUNK = 1 << 16  # points per pass: the temporaries stay in cache
@@ -84,10 +88,8 @@ def morton_codes(coords: np.ndarray, resolution: float = 128.0) -> np.ndarray:
     origin = coords.min(axis=0)
     for lo in range(0, len(coords), _CODE_CHUNK):
         part = coords[lo : lo + _CODE_CHUNK]
-        x, y, z = np.ascontiguousarray(_lattice(part, origin, resolution).T)
-        codes[lo : lo + len(part)] = (
-            spread_bits(z) | (spread_bits(y) << np.uint64(1)) | (spread_bits(x) << np.uint64(2))
-        )
+        x, y, z = np.ascontiguousarray(_lattice(np, part, origin, resolution).T)
+        codes[lo : lo + len(part)] = _interleave(_SPREAD_TABLE, x, y, z)
     return codes
 
 
@@ -124,16 +126,8 @@ def lattice_codes(xp, coords, resolution: float = 128.0):
     coords = xp.asarray(coords, dtype=xp.float64)
     if coords.shape[0] == 0:
         return xp.empty(0, dtype=xp.uint64)
-    scaled = xp.floor((coords - coords.min(axis=0)) * resolution)
-    lattice = xp.clip(scaled, 0, (1 << MORTON_BITS) - 1).astype(xp.int64).view(xp.uint64)
-    table = xp.asarray(_SPREAD_TABLE)
-    half, low = np.uint64(_HALF_BITS), np.uint64((1 << _HALF_BITS) - 1)
-
-    def spread(v):
-        return table[v & low] | (table[v >> half] << np.uint64(3 * _HALF_BITS))
-
-    x, y, z = lattice[:, 0], lattice[:, 1], lattice[:, 2]
-    return spread(z) | (spread(y) << np.uint64(1)) | (spread(x) << np.uint64(2))
+    points = _lattice(xp, coords, coords.min(axis=0), resolution)
+    return _interleave(xp.asarray(_SPREAD_TABLE), points[:, 0], points[:, 1], points[:, 2])
 
 
 def order_by_atom_then_code(xp, codes, atom_index):
