@@ -230,6 +230,7 @@ class JK:
             self.max_work = GPU_MAX_WORK if max_work is None else max_work
             self.block_items = GPU_BLOCK_ITEMS if block_items is None else block_items
             self.streams = ClassStreams(cupy, streams)
+            self._workspace = cupy.cuda.MemoryPool()
             free = cupy.cuda.Device().mem_info[0]
             # each stream holds one class's buffers at a time
             self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // self.streams.count // 8))
@@ -239,6 +240,7 @@ class JK:
         else:
             self.executor = CpuExecutor(kernel_dir)
             self.streams = ClassStreams(None, 1)
+            self._workspace = None
             self.arrays = HostArrays()
             self._basis_arrays = self.basis
             self.max_work = max_work
@@ -416,8 +418,10 @@ class JK:
         screening of ``get_jk`` at ``tol``. NumPy in, NumPy out; CuPy in, CuPy out."""
         if not (with_j or with_k):
             raise JKInputError("nothing to build: with_j and with_k are both False")
-        with self._memory_errors(dm, "derivative J/K"):
+        with self._memory_errors(dm, "derivative J/K"), self._workspace_memory():
             vj, vk = self._deriv_build(self._densities(dm, 0), with_j, with_k)
+        if self.arrays.device:  # into the caller's memory, out of the workspace
+            vj, vk = (None if v is None else v.copy() for v in (vj, vk))
         vj, vk = self._like_deriv(dm, vj), self._like_deriv(dm, vk)
         if self._long_range is not None:
             lj, lk = self._long_range.get_jk_deriv(dm, with_j, with_k)
@@ -431,18 +435,18 @@ class JK:
         energies). Each item's derivative integrals are weighed with the densities in the
         kernel (the gradient epilogue of Tier 1 classes) or from the stored integrals (Tier 2,
         ``jk.deriv.add_position_gradient``), with no derivative matrices."""
-        dms = self._densities(dm, 1)
-        if dms.shape[0] not in (1, 2):
-            raise JKInputError(
-                f"{dms.shape[0]} densities: the energy gradient takes one (restricted) or two "
-                "(spin densities)"
-            )
-        xp = self.arrays.xp
-        de = xp.zeros(3 * self.mol.natm)
-        if j_factor or k_factor:
-            with self._memory_errors(dm, "the J/K energy gradient"):
-                self._energy_gradient(dms, float(j_factor), float(k_factor), de)
-        de = self.arrays.to_host(de).reshape(-1, 3)
+        with self._workspace_memory():
+            dms = self._densities(dm, 1)
+            if dms.shape[0] not in (1, 2):
+                raise JKInputError(
+                    f"{dms.shape[0]} densities: the energy gradient takes one (restricted) or "
+                    "two (spin densities)"
+                )
+            de = self.arrays.xp.zeros(3 * self.mol.natm)
+            if j_factor or k_factor:
+                with self._memory_errors(dm, "the J/K energy gradient"):
+                    self._energy_gradient(dms, float(j_factor), float(k_factor), de)
+            de = self.arrays.to_host(de).reshape(-1, 3)
         if self._long_range is not None:
             de -= self._long_range.jk_energy_per_atom(dm, j_factor, k_factor)
         return de
@@ -481,6 +485,31 @@ class JK:
                 self.arrays, grad, position, part.quartets, weights, self._seg_atom, target.out
             )
 
+    @property
+    def workspace_bytes(self) -> int:
+        """Device memory the engine keeps between builds (0 on the CPU backend): what its
+        builds allocated, held in its own memory pool for the next build."""
+        return 0 if self._workspace is None else int(self._workspace.total_bytes())
+
+    def release_workspace(self) -> None:
+        """Gives the device memory the engine keeps between builds back to the device (the
+        next build allocates it again)."""
+        if self._workspace is not None:
+            self._workspace.free_all_blocks()
+
+    @contextmanager
+    def _workspace_memory(self):
+        """Device allocations inside come from the engine's own memory pool, which keeps them
+        for the next build: no build asks the device for memory once one like it has run,
+        whatever allocator the caller's CuPy uses (GPU4PySCF's, imported, sends allocations
+        over 100 MiB straight to the device and frees them at once, and each such free waits
+        for the device). The pool keeps CuPy's per-stream reuse (``streams`` contract)."""
+        if self._workspace is None:
+            yield
+            return
+        with self.arrays.xp.cuda.using_allocator(self._workspace.malloc):
+            yield
+
     @contextmanager
     def _memory_errors(self, dm, what: str):
         """Running out of device memory becomes a ``DeviceError`` naming the sizes."""
@@ -511,6 +540,27 @@ class JK:
             yield k, self.classes[k][1][b]
 
     def _build(self, dm, hermi: int, with_j: bool, with_k: bool, tasks=None):
+        prof = BuildProfile() if self.profile else None
+        tick = self._clock(prof)
+        with self._workspace_memory():
+            n, vj, vk = self._accumulate(dm, hermi, with_j, with_k, tasks, prof, tick)
+        # J and K in the caller's memory; the half-matrix accumulators go back to the workspace
+        if vj is not None:
+            vj = vj[:n] + vj[:n].transpose(0, 2, 1)
+        if vk is not None:
+            vk = vk[:n] + (vk[n:] if hermi == 0 else vk[:n]).transpose(0, 2, 1)
+        c = self._contraction
+        if c is not None:  # back to the molecule's AOs: J = C^T J' C
+            vj = None if vj is None else c.T @ vj @ c
+            vk = None if vk is None else c.T @ vk @ c
+        tick("symmetrize")
+        self.last_profile = prof
+        return self._like(dm, vj), self._like(dm, vk)
+
+    def _accumulate(self, dm, hermi: int, with_j: bool, with_k: bool, tasks, prof, tick):
+        """(n, half J, half K) of the densities ``dm`` over the engine's basis: the
+        accumulators the classes' kernels add into, (n or 2n, nao, nao) each (2n: K of a
+        general density sees D and D^T)."""
         xp = self.arrays.xp
         dms = self._densities(dm, hermi)
         n = dms.shape[0]
@@ -523,8 +573,6 @@ class JK:
         shape = (dk.shape[0], self.basis.nao, self.basis.nao)
         vj = xp.zeros(shape) if with_j else None
         vk = xp.zeros(shape) if with_k else None
-        prof = BuildProfile() if self.profile else None
-        tick = self._clock(prof)
         screen = self._screen(dk, with_j, with_k)
         tick("densities")
         if tasks is None:
@@ -535,6 +583,8 @@ class JK:
             read = []  # the streams' reads of the previous round's items
             for found in self._screener.rounds(self.pairs, [b for _, b in work], screen):
                 tick("screening")
+                # the round's items are written on the caller's stream (``streams`` contract)
+                self.streams.follow()
                 # one launch per class and round: its blocks' items lie together in the round
                 for pieces, items in found.spans(lambda piece: work[piece.index][0].cls):
                     kernels = work[pieces[0].index][0]
@@ -549,16 +599,7 @@ class JK:
                 # caller's stream waits for their readers first (``streams`` contract)
                 self.streams.wait(read)
                 read = self.streams.mark()
-        if vj is not None:
-            vj = vj[:n] + vj[:n].transpose(0, 2, 1)
-        if vk is not None:
-            vk = vk[:n] + (vk[n:] if hermi == 0 else vk[:n]).transpose(0, 2, 1)
-        if c is not None:  # back to the molecule's AOs: J = C^T J' C
-            vj = None if vj is None else c.T @ vj @ c
-            vk = None if vk is None else c.T @ vk @ c
-        tick("symmetrize")
-        self.last_profile = prof
-        return self._like(dm, vj), self._like(dm, vk)
+        return n, vj, vk
 
     def _engine_densities(self, dms):
         """Densities over the molecule's AOs in the engine's basis (D' = C D C^T)."""

@@ -11,8 +11,10 @@ classes share (the densities, the screening blocks, J and K, the gradient) is ma
 caller's stream before the build and read or updated atomically by the classes; ``build``
 orders the streams after the caller's work and the caller's stream after the streams' work.
 Work lists the caller's stream makes during a build (the screening rounds of an energy build)
-are read by the streams; the caller's stream ``wait``s for them (``mark``) before it lets go
-of a list, so that its next allocation cannot reuse memory still being read.
+are read by the streams: the streams ``follow`` the caller's stream once a list is made (its
+writing is on the caller's stream, which non-blocking streams do not otherwise wait for), and
+the caller's stream ``wait``s for them (``mark``) before it lets go of a list, so that its next
+allocation cannot reuse memory still being read.
 """
 
 from __future__ import annotations
@@ -50,14 +52,20 @@ class ClassStreams:
         if not self._streams:
             yield
             return
-        caller = self._cp.cuda.get_current_stream()
-        ready = caller.record()
-        for stream in self._streams:
-            stream.wait_event(ready)
+        self.follow()
         try:
             yield
         finally:
             self.wait(self.mark())
+
+    def follow(self) -> None:
+        """The streams' later work waits for the current stream's work so far (what it made
+        for them to read), without the host waiting."""
+        if not self._streams:
+            return
+        ready = self._cp.cuda.get_current_stream().record()
+        for stream in self._streams:
+            stream.wait_event(ready)
 
     def mark(self) -> list[Any]:
         """Events that complete when each stream's work so far is done (none with one

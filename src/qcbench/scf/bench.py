@@ -408,9 +408,14 @@ def run_memory(args, out) -> None:
         start = time.perf_counter()
         vj, vk = engine.get_jk(dm)
         _sync()
+        seconds = time.perf_counter() - start
+        held = engine.workspace_bytes
+        engine.release_workspace()
         out({"kind": "memory", "molecule": name, "basis": basis, "natm": mol.natm,
-             "nao": mol.nao, "setup_s": setup, "jk_s": time.perf_counter() - start,
-             "pool_bytes": int(pool.total_bytes()), "pairs": engine.pairs.size,
+             "nao": mol.nao, "setup_s": setup, "jk_s": seconds,
+             "pool_bytes": int(pool.total_bytes()), "workspace_bytes": held,
+             "free_after_release_bytes": int(cp.cuda.Device().mem_info[0]),
+             "pairs": engine.pairs.size,
              "finite": bool(cp.isfinite(vj).all() and cp.isfinite(vk).all())})  # fmt: skip
 
 
