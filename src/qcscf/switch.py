@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fusionrcg
 import kerneldi
+from fusionrcg.jk.scf import wrapped_gradient
 
 
 def _on_gpu(mf) -> bool:
@@ -32,9 +33,13 @@ def apply(mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None,
 
 
 class _EngineGradients:
-    """An SCF object whose gradient objects take their XC part from its KerneLDI NumInt."""
+    """An SCF object whose gradient objects take their XC part from its KerneLDI NumInt.
+    Both hooks are overridden, neither an alias of the other: GPU4PySCF's ``nuc_grad_method``
+    returns ``self.Gradients()``, which with an alias came back here without end
+    (``wrapped_gradient``)."""
 
     def nuc_grad_method(self):
-        return kerneldi.apply_grad(super().nuc_grad_method())
+        return wrapped_gradient(self, _EngineGradients, "nuc_grad_method", kerneldi.apply_grad)
 
-    Gradients = nuc_grad_method
+    def Gradients(self):  # noqa: N802 (PySCF's name)
+        return wrapped_gradient(self, _EngineGradients, "Gradients", kerneldi.apply_grad)

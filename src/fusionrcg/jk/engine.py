@@ -493,7 +493,8 @@ class JK:
 
     def release_workspace(self) -> None:
         """Gives the device memory the engine keeps between builds back to the device (the
-        next build allocates it again)."""
+        next build allocates it again), all but the arrays it caches for every build (the
+        streams' item-pair indices, the kernels' programs)."""
         if self._workspace is not None:
             self._workspace.free_all_blocks()
 

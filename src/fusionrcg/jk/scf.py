@@ -17,6 +17,7 @@ functions.
 from __future__ import annotations
 
 import inspect
+import threading
 import warnings
 
 import numpy as np
@@ -58,13 +59,13 @@ class FusionJKMixin:
         (``jk.grad.apply_grad``)."""
         from .grad import apply_grad
 
-        return apply_grad(super().nuc_grad_method())
+        return wrapped_gradient(self, FusionJKMixin, "nuc_grad_method", apply_grad)
 
     def Gradients(self):  # noqa: N802 (PySCF's name)
         """As ``nuc_grad_method``."""
         from .grad import apply_grad
 
-        return apply_grad(super().Gradients())
+        return wrapped_gradient(self, FusionJKMixin, "Gradients", apply_grad)
 
     def get_jk(self, mol=None, dm=None, hermi=1, with_j=True, with_k=True, omega=None, **kwargs):
         if mol is None:
@@ -122,6 +123,30 @@ class FusionJKMixin:
         if xc is None:
             return True
         return bool(self._numint.libxc.is_hybrid_xc(xc))
+
+
+_GRADIENTS_UNDER_WAY = threading.local()
+
+
+def wrapped_gradient(mf, owner: type, name: str, wrap):
+    """``wrap`` of the gradient object that the classes after ``owner`` in ``mf``'s MRO make
+    by their ``name`` hook (``nuc_grad_method`` or ``Gradients``); for a mixin ``owner``
+    that overrides both hooks. The SCF classes make one hook call the other on the object:
+    GPU4PySCF's ``nuc_grad_method`` returns ``self.Gradients()``, PySCF's base class does the
+    same, and a class may alias one to the other. That call comes back to ``owner``'s override
+    of the other hook: while ``owner`` makes a gradient object of ``mf`` its overrides pass
+    straight to the next class, and only the outermost call wraps (once)."""
+    under_way = _GRADIENTS_UNDER_WAY.__dict__.setdefault("keys", set())
+    key = (id(mf), owner)
+    hook = getattr(super(owner, mf), name)
+    if key in under_way:
+        return hook()
+    under_way.add(key)
+    try:
+        grad = hook()
+    finally:
+        under_way.discard(key)
+    return wrap(grad)
 
 
 def _fingerprint(dm) -> tuple:
