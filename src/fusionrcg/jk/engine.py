@@ -501,15 +501,33 @@ class JK:
     @contextmanager
     def _workspace_memory(self):
         """Device allocations inside come from the engine's own memory pool, which keeps them
-        for the next build: no build asks the device for memory once one like it has run,
+        for the next build while the device has room (``_settle_workspace``): no build asks
+        the device for memory once one like it has run,
         whatever allocator the caller's CuPy uses (GPU4PySCF's, imported, sends allocations
         over 100 MiB straight to the device and frees them at once, and each such free waits
         for the device). The pool keeps CuPy's per-stream reuse (``streams`` contract)."""
         if self._workspace is None:
             yield
             return
-        with self.arrays.xp.cuda.using_allocator(self._workspace.malloc):
-            yield
+        try:
+            with self.arrays.xp.cuda.using_allocator(self._workspace.malloc):
+                yield
+        finally:
+            self._settle_workspace()
+
+    def _settle_workspace(self) -> None:
+        """Keeps the workspace's unused memory for the next build only while the device has
+        at least as much free, and a quarter of its memory; otherwise gives it back, so that
+        what runs between builds (the XC engine's call, the SCF's own arrays, allocated
+        straight from the device above GPU4PySCF's threshold) finds the room it had before
+        the build."""
+        pool = self._workspace
+        held = pool.free_bytes()
+        if held == 0:
+            return
+        free, total = self.arrays.xp.cuda.Device().mem_info
+        if free < max(held, total // 4):
+            pool.free_all_blocks()
 
     @contextmanager
     def _memory_errors(self, dm, what: str):
