@@ -128,7 +128,7 @@ class _PotentialPass:
         self.wmax[:, g0:g1] = self.eng.xp.abs(w).max(axis=2)
 
     def run(self, g0: int, g1: int, data) -> None:
-        eng, xp, d, st = self.eng, self.eng.xp, self.eng.layout.d, self.eng.settings
+        eng, st = self.eng, self.eng.settings
         dummy, w, wmax = self.dummy, self.w, self.wmax
         w0, wmax0 = (w[0], wmax[0]) if self.xctype == "LDA" else (dummy, dummy)
         wt, wmaxt = (w[4], wmax[4]) if self.xctype == "MGGA" else (dummy, dummy)
@@ -137,7 +137,7 @@ class _PotentialPass:
         nb = int(eng.col_ptr_host[g1]) - b0
         aow = amax = dummy
         if self.xctype != "LDA":
-            aow, amax = xp.empty((max(nb, 1), d, d)), xp.empty(max(nb, 1))
+            aow, amax = eng.operand(nb)
             self.kaow(nb, (data, np.int32(eng.ncomp), w, np.int32(eng.layout.npts_pad),
                            eng.blk_col, np.int32(b0), aow, amax))  # fmt: skip
         nseg = -(-(g1 - g0) // eng.segment_blocks)
@@ -282,10 +282,30 @@ class GPUBlockEngine:
             sizes = [(pat.col_ptr[g1] - pat.col_ptr[g0]) * block_bytes for g0, g1 in self.batches]
             for g0, g1 in self.batches[: _leading_that_fit(sizes, room)]:
                 self.batch_cache[(g0, g1)] = self._evaluate(g0, g1)
+        # the GGA operand of the potential pass (Phi^T w, d x d per kept block, and its
+        # maxima), made once for the largest pass: counted in the budget above, and held from
+        # the layout on, so that memory another engine takes between calls cannot leave a
+        # call without it
+        self._operand = None
+        if deriv:
+            most = max((int(pat.col_ptr[g1] - pat.col_ptr[g0]) for g0, g1 in self.batches),
+                       default=0)  # fmt: skip
+            self._operand = (xp.empty((max(most, 1), d, d)), xp.empty(max(most, 1)))
         self.counts: dict[str, int] = {}
         self.selected: tuple[int, ...] | None = None
         device.synchronize()
         self.setup_seconds = time.perf_counter() - t_setup
+
+    def operand(self, nb: int):
+        """The GGA operand of a potential pass over ``nb`` kept blocks and its block maxima:
+        views of the engine's buffer (made at setup for the largest pass)."""
+        if self._operand is None:
+            raise InputError("a GGA or meta-GGA potential on blocks made without AO derivatives")
+        aow, amax = self._operand
+        if nb > amax.shape[0]:
+            raise InputError(f"a pass over {nb} kept blocks exceeds the largest ({amax.shape[0]})")
+        n = max(nb, 1)
+        return aow[:n], amax[:n]
 
     # -- tasks: ranges of TASK_BLOCKS grid blocks when cached, else the grid batches ----------
     def _task_ranges(self) -> list[tuple[int, int]]:
