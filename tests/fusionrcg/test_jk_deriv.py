@@ -118,6 +118,22 @@ def test_energy_per_atom(water, water_cation, factors, backend):
         assert np.abs(de - _per_atom_reference(mol, dms, *factors)).max() <= DERIV_TOL
 
 
+def test_a_profiled_energy_gradient_says_where_its_time_went(water, backend):
+    """``profile``: the gradient is the same, and the profile has the screening and each
+    class's gradient kernels with the work items that survived."""
+    engine = JK(water, backend=backend, tol=1e-14)
+    dm = scf.RHF(water).run().make_rdm1()
+    plain = engine.jk_energy_per_atom(dm)
+    engine.profile = True
+    profiled = engine.jk_energy_per_atom(dm)
+    prof = engine.last_profile
+    assert np.abs(profiled - plain).max() <= 1e-12
+    classes = {str(kernels.cls) for kernels, _ in engine.classes}
+    assert set(prof.items) == classes and all(n > 0 for n in prof.items.values())
+    assert {f"gradient {name}" for name in classes} <= set(prof.seconds)
+    assert "screening" in prof.seconds and "densities" in prof.seconds
+
+
 @pytest.mark.parametrize("options", ["full", "tier2-only"])
 def test_energy_per_atom_fused_and_stored(options, backend):
     """Tier 1 derivative classes weigh their integrals in the kernel (the gradient epilogue),

@@ -72,8 +72,8 @@ class JKInputError(InputError):
 
 @dataclass
 class BuildProfile:
-    """Where one ``get_jk`` call spent its time (seconds, each phase synchronized) and how
-    much work survived the screening, per canonical class."""
+    """Where one ``get_jk`` (or ``jk_energy_per_atom``) call spent its time (seconds, each
+    phase synchronized) and how much work survived the screening, per canonical class."""
 
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     quartets: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -458,12 +458,21 @@ class JK:
         dk = self._engine_densities(dms)
         total = dk.sum(axis=0)  # the Coulomb weights' density, once for every part
         target = GradientTarget(self._seg_atom, de, j_factor, k_factor)
+        prof = BuildProfile() if self.profile else None
+        tick = self._clock(prof)
         screen = self._deriv_screen(dk, bool(j_factor), bool(k_factor))
+        tick("densities")
         with self.streams.build():
             for kernels, parts in self._deriv_classes(screen, Epilogue.GRAD):
+                name = str(kernels.cls)
                 with self.streams.one_class():
                     for part, deriv in parts:
+                        tick("screening")
                         self._part_gradient(kernels, deriv, part, dk, total, target)
+                        tick(f"gradient {name}")
+                        if prof is not None:
+                            prof.items[name] += part.size
+        self.last_profile = prof
 
     def _part_gradient(self, kernels, deriv, part, dk, total, target: GradientTarget) -> None:
         """One part's share of the energy gradient into ``target.out``: Tier 1 derivative

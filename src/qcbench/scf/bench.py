@@ -20,7 +20,8 @@ holds the run's commit, device, software and first command):
   engine) reported apart.
 - ``gradient``: per system, a converged SCF (``--method``) as GPU4PySCF runs it and one with
   both engines (``qcscf.apply``), then the whole analytic gradient and its J/K part
-  (``jk_energy_per_atom``) timed after the SCF, and the largest gradient difference.
+  (``jk_energy_per_atom``) timed after the SCF, and the largest gradient difference; ours
+  with one profiled J/K gradient (seconds per phase and per class).
 - ``accuracy``: J and K of the engine (``--backend cpu`` or ``gpu``, tight screening) against
   PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
   element (``--deriv``: also the derivative J and K against PySCF's gradient ``get_jk``);
@@ -373,7 +374,31 @@ def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
     result = {"e_tot": scf_result["e_tot"], "converged": scf_result["converged"],
               "cycles": scf_result["cycles"], "gradient_s": seconds,
               "jk_gradient_s": jk_seconds}  # fmt: skip
+    if how == "ours":
+        result["jk_gradient_profile"] = gradient_profile(mf.fusion_engine(), grad, dm)
     return result, _host(found["de"])
+
+
+def gradient_profile(engine, grad, dm) -> dict:
+    """One profiled J/K energy gradient (``jk_energy_per_atom``): seconds per phase
+    (densities, screening, the classes' gradient kernels) and per class with its surviving
+    work items."""
+    engine.profile = True
+    try:
+        grad.jk_energy_per_atom(dm)
+        prof = engine.last_profile
+    finally:
+        engine.profile = False
+    classes = [
+        {"class": name, "items": prof.items[name],
+         "gradient_s": prof.seconds.get(f"gradient {name}", 0.0)}
+        for name in sorted(prof.items, key=lambda n: -prof.seconds.get(f"gradient {n}", 0.0))
+    ]  # fmt: skip
+    phases = {"densities": 0.0, "screening": 0.0, "gradient": 0.0}
+    for key, seconds in prof.seconds.items():
+        phase = next((p for p in phases if key.startswith(p)), key)
+        phases[phase] = phases.get(phase, 0.0) + seconds
+    return {"phases_s": phases, "classes": classes}
 
 
 def run_gradient(args, out) -> None:
