@@ -437,12 +437,50 @@ def _grad_open() -> list[str]:
     ]
 
 
-def _grad_close(deriv: int) -> list[str]:
+WARP_ATOM_SOURCE = r"""
+// One item's three gradient components on an atom (at: 3 * its index), added where a full
+// warp's items share lane 0's atom as one warp sum and one atomic update per component, the
+// other lanes' (and a partial warp's) each by itself: every item of a launch adds into the
+// same 3 natm doubles, so per-item updates of one address would run one after another.
+static __device__ __forceinline__ void frcg_atom_add(double* grad, const int at, const double x0,
+                                                    const double x1, const double x2)
+{
+    const unsigned all = __activemask();
+    if (all == 0xffffffffu) {
+        const int at0 = __shfl_sync(all, at, 0);
+        const bool mine = at == at0;
+        double s0 = mine ? x0 : 0.0, s1 = mine ? x1 : 0.0, s2 = mine ? x2 : 0.0;
+        for (int o = 16; o > 0; o >>= 1) {
+            s0 += __shfl_xor_sync(all, s0, o);
+            s1 += __shfl_xor_sync(all, s1, o);
+            s2 += __shfl_xor_sync(all, s2, o);
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomicAdd(grad + at0, s0);
+            atomicAdd(grad + at0 + 1, s1);
+            atomicAdd(grad + at0 + 2, s2);
+        }
+        if (mine) return;
+    }
+    atomicAdd(grad + at, x0);
+    atomicAdd(grad + at + 1, x1);
+    atomicAdd(grad + at + 2, x2);
+}
+"""
+
+
+def _grad_close(deriv: int, warp_atoms: bool = False) -> list[str]:
     """The quartet's share of the gradient: its sums are minus the energy's derivative by the
     atom of the differentiated centre and, by translational invariance, plus the derivative
-    by the atom of centre D (each position's kernel adds its own share)."""
+    by the atom of centre D (each position's kernel adds its own share). ``warp_atoms`` (CUDA,
+    with ``WARP_ATOM_SOURCE``): a warp's items on one atom add their sums once."""
     centre = ("ia", "ib", "ic")[deriv]
     lines = [f"const int at_ = 3 * seg_atom[{centre}], atd_ = 3 * seg_atom[id];"]
+    if warp_atoms:
+        return lines + [
+            "frcg_atom_add(grad, at_, -sq * g0, -sq * g1, -sq * g2);",
+            "frcg_atom_add(grad, atd_, sq * g0, sq * g1, sq * g2);",
+        ]
     for x in range(3):
         lines += [f"ATOMIC(grad[at_ + {x}], -sq * g{x});", f"ATOMIC(grad[atd_ + {x}], sq * g{x});"]
     return lines
@@ -524,7 +562,7 @@ def _tier1_body(
             lines.append(f"SET_SACC({s}, {name(x)});")
             slot[x] = s
     if epilogue is Epilogue.GRAD:
-        lines += _grad_close(plan.cls.deriv)
+        lines += _grad_close(plan.cls.deriv, target.name == "cuda")
     elif epilogue is Epilogue.JK:
         lines += _jk_contraction(g.output_shape, warp_bra)
     return lines
@@ -813,6 +851,8 @@ def lower(
             placement = plan.tier1_fallback
         if epi is Epilogue.GRAD:
             parts.append(_grad_macro())
+            if tgt.name == "cuda":
+                parts.append(WARP_ATOM_SOURCE)
         warp_bra = warp_bra_j and epi is Epilogue.JK and tgt.name == "cuda"
         if warp_bra:
             parts.append(WARP_BRA_SOURCE)
