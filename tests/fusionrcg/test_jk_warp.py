@@ -33,23 +33,30 @@ def _whole_warps(items: ItemBatch) -> ItemBatch:
     )
 
 
-@pytest.mark.parametrize("cls", ["(1,0|0,0)", "(1,1|1,0)"])
-def test_gpu_jk_epilogue_sums_a_warps_j_ab_as_the_host_adds_each(cls):
-    """Two waters: each bra pair's surviving kets come one after another, so most warps share
-    their bra pair (the warp sum) and some span two (each thread's atomic update); J and K
-    agree with the host kernel's to 1e-12."""
+@pytest.fixture(scope="module")
+def two_waters():
+    """(mol, CPU engine, mid-SCF density (1, nao, nao), its screening at 1e-11): two waters in
+    cc-pVDZ, whose bra pairs' surviving kets fill whole warps and span warps both."""
     mol = gto.M(
         atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59; O 3 0 0; H 3 0.76 0.59; H 3 -0.76 0.59",
         basis="cc-pvdz",
         verbose=0,
     )
     engine = JK(mol, backend="cpu")
-    kernels, class_blocks = next((k, b) for k, b in engine.classes if str(k.cls) == cls)
-    assert kernels.fused is not None
     dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()[None]
     sizes = np.diff([*engine.basis.ao, engine.basis.nao])
     blocks = HostArrays().block_absmax(dm, engine.basis.ao, sizes)
-    screen = Screen(1e-11, blocks, float(blocks.max()), True, True)
+    return mol, engine, dm, Screen(1e-11, blocks, float(blocks.max()), True, True)
+
+
+@pytest.mark.parametrize("cls", ["(1,0|0,0)", "(1,1|1,0)"])
+def test_gpu_jk_epilogue_sums_a_warps_j_ab_as_the_host_adds_each(cls, two_waters):
+    """Two waters: each bra pair's surviving kets come one after another, so most warps share
+    their bra pair (the warp sum) and some span two (each thread's atomic update); J and K
+    agree with the host kernel's to 1e-12."""
+    _, engine, dm, screen = two_waters
+    kernels, class_blocks = next((k, b) for k, b in engine.classes if str(k.cls) == cls)
+    assert kernels.fused is not None
     source = lower(engine.options.plan(kernels.cls), "cuda", "jk", **engine.options.lowering())
     assert "frcg_warp_bra" in source.source
     gpu_kernel = emulated_kernel(source.source, source.name)
@@ -82,7 +89,7 @@ def test_gpu_jk_epilogue_sums_a_warps_j_ab_as_the_host_adds_each(cls):
 
 
 @pytest.mark.parametrize("cls, position", [("(1,0|0,0)", 0), ("(1,0|1,0)", 2)])
-def test_gpu_gradient_epilogue_sums_a_warps_atom_as_the_host_adds_each(cls, position):
+def test_gpu_gradient_epilogue_sums_a_warps_atom_as_the_host_adds_each(cls, position, two_waters):
     """The gradient epilogue's kernel of one derivative position: a full warp's items on lane
     0's atom add one warp sum (``frcg_atom_add``), the others each their own; the per-atom
     gradient agrees with the host kernel's to 1e-12, with lanes of both kinds among the
@@ -91,12 +98,7 @@ def test_gpu_gradient_epilogue_sums_a_warps_atom_as_the_host_adds_each(cls, posi
     from fusionrcg.lowering.target import Epilogue
     from fusionrcg.runtime.launch import GradientTarget
 
-    mol = gto.M(
-        atom="O 0 0 0; H 0 0.76 0.59; H 0 -0.76 0.59; O 3 0 0; H 3 0.76 0.59; H 3 -0.76 0.59",
-        basis="cc-pvdz",
-        verbose=0,
-    )
-    engine = JK(mol, backend="cpu")
+    mol, engine, dm, screen = two_waters
     kernels, class_blocks = next((k, b) for k, b in engine.classes if str(k.cls) == cls)
     host_kernel = engine.deriv_kernels(kernels.cls, Epilogue.GRAD)[position]
     assert host_kernel.epilogue is Epilogue.GRAD and position in DERIV_POSITIONS
@@ -104,10 +106,6 @@ def test_gpu_gradient_epilogue_sums_a_warps_atom_as_the_host_adds_each(cls, posi
     source = lower(plan, "cuda", "grad", **engine.options.lowering())
     assert "frcg_atom_add" in source.source
     gpu_kernel = emulated_kernel(source.source, source.name)
-    dm = scf.RHF(mol).run(max_cycle=2).make_rdm1()[None]
-    sizes = np.diff([*engine.basis.ao, engine.basis.nao])
-    blocks = HostArrays().block_absmax(dm, engine.basis.ao, sizes)
-    screen = Screen(1e-11, blocks, float(blocks.max()), True, True)
     deriv_data = engine.pairs.deriv_data(np)
     seg_atom = np.repeat(np.asarray(mol._bas[:, 0], dtype=np.int32), engine.basis.nctr)
     host_grad, gpu_grad = np.zeros(3 * mol.natm), np.zeros(3 * mol.natm)

@@ -504,6 +504,7 @@ def _tier1_body(
     prefetch_max_accumulators: int,
     omega: float,
     warp_bra: bool = False,
+    warp_atoms: bool = False,
 ) -> list[str]:
     g = plan.graph
     n_acc = plan.n_accumulators
@@ -562,7 +563,7 @@ def _tier1_body(
             lines.append(f"SET_SACC({s}, {name(x)});")
             slot[x] = s
     if epilogue is Epilogue.GRAD:
-        lines += _grad_close(plan.cls.deriv, target.name == "cuda")
+        lines += _grad_close(plan.cls.deriv, warp_atoms)
     elif epilogue is Epilogue.JK:
         lines += _jk_contraction(g.output_shape, warp_bra)
     return lines
@@ -851,15 +852,17 @@ def lower(
             placement = plan.tier1_fallback
         if epi is Epilogue.GRAD:
             parts.append(_grad_macro())
-            if tgt.name == "cuda":
-                parts.append(WARP_ATOM_SOURCE)
         warp_bra = warp_bra_j and epi is Epilogue.JK and tgt.name == "cuda"
         if warp_bra:
             parts.append(WARP_BRA_SOURCE)
+        warp_atoms = epi is Epilogue.GRAD and tgt.name == "cuda"
+        if warp_atoms:
+            parts.append(WARP_ATOM_SOURCE)
         body = tgt.tier1_slots(placement.n_slots, ordered_slot_reads) if placement.n_slots else []
         body += _tier1_body(
-            plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators, omega, warp_bra
-        )
+            plan, tgt, epi, placement, arrival_order, prefetch_max_accumulators, omega, warp_bra,
+            warp_atoms,
+        )  # fmt: skip
         n_slots = placement.n_slots
         bank_threads = TIER1_THREADS if tgt.name == "cuda" else 0
         if 8 * n_slots * bank_threads > TIER1_MAX_SHARED_BYTES:

@@ -155,12 +155,7 @@ def timed_scf(mf, conv_tol: float, direct_scf_tol: float, max_cycle: int, keep_c
 def engine_profile(engine, dm, peak: float) -> dict:
     """One profiled build: seconds per phase and per class, surviving quartets, graph FLOPs and
     the integral kernels' FP64 rate against ``peak``."""
-    engine.profile = True
-    try:
-        engine.get_jk(dm)
-        prof = engine.last_profile
-    finally:
-        engine.profile = False
+    prof = _profiled(engine, lambda: engine.get_jk(dm))
     classes = []
     for name in sorted(prof.quartets, key=lambda n: -prof.flops[n]):
         seconds = prof.seconds.get(f"integrals {name}", 0.0)
@@ -177,11 +172,28 @@ def engine_profile(engine, dm, peak: float) -> dict:
                 "fraction_of_peak": rate / peak if peak else 0.0,
             }
         )
-    phases = {"densities": 0.0, "screening": 0.0, "integrals": 0.0, "kernel 2": 0.0}
+    phases = _phase_totals(prof, ("densities", "screening", "integrals", "kernel 2"))
+    return {"phases_s": phases, "classes": classes}
+
+
+def _profiled(engine, call):
+    """The engine's ``BuildProfile`` of one ``call`` made with profiling on."""
+    engine.profile = True
+    try:
+        call()
+        return engine.last_profile
+    finally:
+        engine.profile = False
+
+
+def _phase_totals(prof, phases: tuple[str, ...]) -> dict[str, float]:
+    """Seconds per phase: each booked key under the first of ``phases`` it starts with (a
+    class's "integrals (1,0|0,0)" under "integrals"), else under itself."""
+    totals = dict.fromkeys(phases, 0.0)
     for key, seconds in prof.seconds.items():
         phase = next((p for p in phases if key.startswith(p)), key)
-        phases[phase] = phases.get(phase, 0.0) + seconds
-    return {"phases_s": phases, "classes": classes}
+        totals[phase] = totals.get(phase, 0.0) + seconds
+    return totals
 
 
 def _host(a) -> np.ndarray:
@@ -383,21 +395,13 @@ def gradient_profile(engine, grad, dm) -> dict:
     """One profiled J/K energy gradient (``jk_energy_per_atom``): seconds per phase
     (densities, screening, the classes' gradient kernels) and per class with its surviving
     work items."""
-    engine.profile = True
-    try:
-        grad.jk_energy_per_atom(dm)
-        prof = engine.last_profile
-    finally:
-        engine.profile = False
+    prof = _profiled(engine, lambda: grad.jk_energy_per_atom(dm))
     classes = [
         {"class": name, "items": prof.items[name],
          "gradient_s": prof.seconds.get(f"gradient {name}", 0.0)}
         for name in sorted(prof.items, key=lambda n: -prof.seconds.get(f"gradient {n}", 0.0))
     ]  # fmt: skip
-    phases = {"densities": 0.0, "screening": 0.0, "gradient": 0.0}
-    for key, seconds in prof.seconds.items():
-        phase = next((p for p in phases if key.startswith(p)), key)
-        phases[phase] = phases.get(phase, 0.0) + seconds
+    phases = _phase_totals(prof, ("densities", "screening", "gradient"))
     return {"phases_s": phases, "classes": classes}
 
 
