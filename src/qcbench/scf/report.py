@@ -399,7 +399,14 @@ def checks(records: list[dict]) -> list[str]:
             lines.append(
                 f"- large build, {r['molecule']} {r['basis']} ({r['nao']} AOs): J/K in "
                 f"{r['jk_s']:.1f} s after {r['setup_s']:.1f} s of setup, memory pool "
-                f"{r['pool_bytes'] / 2**30:.1f} GiB, results finite: {r['finite']}"
+                f"{r['pool_bytes'] / 2**30:.1f} GiB"
+                + (
+                    f", engine workspace {r['workspace_bytes'] / 2**30:.1f} GiB (given back: "
+                    f"{r['free_after_release_bytes'] / 2**30:.1f} GiB of the device free)"
+                    if "workspace_bytes" in r
+                    else ""
+                )
+                + f", results finite: {r['finite']}"
             )
     return lines
 
