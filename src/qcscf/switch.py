@@ -12,9 +12,13 @@ def _on_gpu(mf) -> bool:
     return type(mf).__module__.startswith("gpu4pyscf")
 
 
-def apply(mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None, **xc_options):
+def apply(
+    mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None,
+    jk_options: dict | None = None, **xc_options,
+):  # fmt: skip
     """Make ``mf`` use both engines and return it: ``jk`` routes J and K to ``fusionrcg.JK``
-    (``options``, ``kernel_dir`` as for ``fusionrcg.apply``), ``xc`` sets ``mf._numint`` to a
+    (``options``, ``kernel_dir`` as for ``fusionrcg.apply``; ``jk_options``: further ``JK``
+    arguments, as ``fusionrcg.apply``'s ``engine_options``), ``xc`` sets ``mf._numint`` to a
     ``kerneldi.NumInt`` (``xc_options``: its settings) where ``mf`` is a DFT object. The
     backend follows the object: GPU4PySCF's objects get the GPU engines, PySCF's the CPU
     ones. Analytic gradients (``mf.nuc_grad_method()``, ``mf.Gradients()``) take their J/K
@@ -25,7 +29,9 @@ def apply(mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None,
     if kohn_sham:
         mf._numint = kerneldi.NumInt(backend=backend, **xc_options)
     if jk:
-        mf = fusionrcg.apply(mf, backend=backend, options=options, kernel_dir=kernel_dir)
+        mf = fusionrcg.apply(
+            mf, backend=backend, options=options, kernel_dir=kernel_dir, **(jk_options or {})
+        )
     if kohn_sham and not isinstance(mf, _EngineGradients):
         base = type(mf)
         mf.__class__ = type(f"{base.__name__}EngineGradients", (_EngineGradients, base), {})

@@ -150,6 +150,40 @@ def test_energy_per_atom_fused_and_stored(options, backend):
     assert np.abs(de - _per_atom_reference(mol, dms, 0.8, 0.6)).max() <= DERIV_TOL
 
 
+def test_block_only_derivative_classes(water, water_cation, backend):
+    """From ``deriv_block_min_total`` on, every position of a derivative class runs Tier 2's
+    block form at any launch size (here every class: threshold 0), with the same matrices and
+    energy gradients as PySCF's."""
+    engine = JK(water, backend=backend, tol=1e-14, deriv_block_min_total=0, block_items=0)
+    dm = scf.RHF(water).run().make_rdm1()
+    _check_matrices(engine, water, dm)
+    for kernels, _ in engine.classes:
+        for epilogue in (Epilogue.STORE, Epilogue.GRAD):
+            for kernel in engine.deriv_kernels(kernels.cls, epilogue):
+                assert kernel.options.item_threads > 1 and kernel.epilogue is Epilogue.STORE
+    dms = np.asarray(scf.UHF(water_cation).run().make_rdm1())
+    engine = JK(water_cation, backend=backend, tol=1e-14, deriv_block_min_total=0)
+    de = engine.jk_energy_per_atom(dms, 1.0, 0.4)
+    assert np.abs(de - _per_atom_reference(water_cation, dms, 1.0, 0.4)).max() <= DERIV_TOL
+
+
+def test_which_derivative_classes_are_block_only():
+    from fusionrcg.jk.kernels import DERIV_BLOCK_MIN_TOTAL, block_only
+    from fusionrcg.options import kernel_options
+
+    full, forced_tier1 = kernel_options("full"), kernel_options("tier1-only")
+    below = fusionrcg.QuartetClass(2, 1, 1, 1)
+    at = fusionrcg.QuartetClass(2, 1, 2, 1)
+    assert below.total < DERIV_BLOCK_MIN_TOTAL <= at.total
+    assert not block_only(below, full, DERIV_BLOCK_MIN_TOTAL)
+    assert block_only(at, full, DERIV_BLOCK_MIN_TOTAL)
+    assert block_only(at, kernel_options("tier2-only"), DERIV_BLOCK_MIN_TOTAL)
+    assert not block_only(at, forced_tier1, DERIV_BLOCK_MIN_TOTAL)  # the ablation's tier holds
+    with pytest.raises(JKInputError, match="deriv_block_min_total"):
+        JK(gto.M(atom="He 0 0 0", basis="sto-3g", verbose=0), backend="cpu",
+           deriv_block_min_total=-1)  # fmt: skip
+
+
 def test_gradient_epilogue_is_for_tier1_derivative_classes():
     from fusionrcg.errors import OptionsError
     from fusionrcg.lowering.kernel import lower

@@ -34,6 +34,7 @@ from .basis import engine_basis
 from .deriv import add_position_gradient, contract_deriv_items, scaled_weights
 from .kernels import (
     BLOCK_THREADS,
+    DERIV_BLOCK_MIN_TOTAL,
     ClassKernels,
     class_kernels,
     deriv_block_kernels,
@@ -157,7 +158,9 @@ class JK:
     0 runs every class through Kernel 2. ``round_items``: the work items of one screening
     round at most (``tasks``; on the CPU, the candidates it tests); by default
     ``GPU_ROUND_ITEMS`` on the GPU (within the free memory), ``tasks.MAX_CANDIDATES`` on the
-    CPU.
+    CPU. ``deriv_block_min_total``: the first-derivative classes (gradients) from this total on
+    run in Tier 2's block form at any launch size (``jk.kernels.DERIV_BLOCK_MIN_TOTAL`` by
+    default; a total above the basis's highest keeps every class's straight-line forms).
     """
 
     def __init__(
@@ -177,6 +180,7 @@ class JK:
         block_items: int | None = None,
         fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
         round_items: int | None = None,
+        deriv_block_min_total: int = DERIV_BLOCK_MIN_TOTAL,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -193,6 +197,10 @@ class JK:
             raise JKInputError(f"fused_max_outputs must be a count >= 0, got {fused_max_outputs!r}")
         if round_items is not None and round_items < 1:
             raise JKInputError(f"round_items must be a positive count, got {round_items!r}")
+        if deriv_block_min_total < 0:
+            raise JKInputError(
+                f"deriv_block_min_total must be a total >= 0, got {deriv_block_min_total!r}"
+            )
         omega = float(getattr(mol, "omega", 0.0) if omega is None else omega)
         if not np.isfinite(omega):
             raise JKInputError(f"omega must be finite, got {omega!r}")
@@ -209,9 +217,11 @@ class JK:
                 mol, backend, tol, options, kernel_dir, profile, decontract, max_work,
                 spread_items, task_pairs, omega=-omega, streams=streams, block_items=block_items,
                 fused_max_outputs=fused_max_outputs, round_items=round_items,
+                deriv_block_min_total=deriv_block_min_total,
             )  # fmt: skip
         self.profile = profile
         self.fused_max_outputs = fused_max_outputs
+        self.deriv_block_min_total = int(deriv_block_min_total)
         self.last_profile: BuildProfile | None = None
         self.basis, contraction = engine_basis(mol, decontract)
         self._nao = mol.nao_nr(cart=mol.cart)
@@ -323,7 +333,9 @@ class JK:
         store kernels, or the gradient epilogue's where the class is Tier 1; resolved once."""
         key = (cls, epilogue)
         if key not in self._deriv_kernels:
-            self._deriv_kernels[key] = deriv_kernels(cls, *self._kernel_args, epilogue)
+            self._deriv_kernels[key] = deriv_kernels(
+                cls, *self._kernel_args, epilogue, self.deriv_block_min_total
+            )
         return self._deriv_kernels[key]
 
     def _deriv_forms(self, cls: QuartetClass, epilogue: Epilogue, items: int):
@@ -334,7 +346,9 @@ class JK:
             return kernels
         key = (cls, "block")
         if key not in self._deriv_kernels:
-            self._deriv_kernels[key] = deriv_block_kernels(cls, *self._kernel_args, BLOCK_THREADS)
+            self._deriv_kernels[key] = deriv_block_kernels(
+                cls, *self._kernel_args, BLOCK_THREADS, self.deriv_block_min_total
+            )
         return tuple(b or k for b, k in zip(self._deriv_kernels[key], kernels))
 
     def _schwarz(self, la: int, lb: int, a, b, ranges, data):

@@ -11,6 +11,7 @@ holding them would spill.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -32,6 +33,14 @@ form instead of compiling each to keep the one with the fewest spill bytes."""
 BLOCK_THREADS = 256
 """Threads per work item of the block form of Tier 2 (``lowering.block``): its levels hold
 tens to tens of thousands of statements each."""
+
+DERIV_BLOCK_MIN_TOTAL = 6
+"""From this total on, a first-derivative class runs in Tier 2's block form only, at any
+launch size. Its graph reaches one unit of l more on the differentiated centre and holds three
+gradient components: from total 6 on, its straight-line forms (Tier 1 and Tier 2 alike) run at
+255 registers with kilobytes of spills per thread and take ptxas ten minutes to hours per
+position, where the block form (``lowering.block``) interprets its level program without
+spills and compiles in seconds up to (gg|gg)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,22 @@ def class_kernels(
     return ClassKernels(cls, store, fused, block)
 
 
+def block_only(cls: QuartetClass, options: KernelOptions, block_min_total: int) -> bool:
+    """Whether the first-derivative classes of ``cls`` run in the block form only: from
+    ``block_min_total`` on (``DERIV_BLOCK_MIN_TOTAL``), unless the variant forces Tier 1."""
+    return cls.total >= block_min_total and options.variant.forced_tier is not Tier.REGISTER
+
+
+def _block_options(options: KernelOptions, threads: int = BLOCK_THREADS) -> KernelOptions:
+    """``options`` with Tier 2 forced (where the variant leaves the tier to the model) and
+    ``threads`` threads per work item: the block form of any class."""
+    if options.variant.forced_tier is None:
+        options = options.replace(
+            variant=dataclasses.replace(options.variant, forced_tier=Tier.BUFFERED)
+        )
+    return options.replace(item_threads=threads)
+
+
 def deriv_kernels(
     cls: QuartetClass,
     options: KernelOptions,
@@ -98,12 +123,16 @@ def deriv_kernels(
     arch: str,
     directory=None,
     epilogue: Epilogue = Epilogue.STORE,
+    block_min_total: int = DERIV_BLOCK_MIN_TOTAL,
 ) -> tuple[LibraryKernel, ...]:
     """The kernels of the first-derivative classes of ``cls`` on its positions A, B and C
     (``deriv.DERIV_POSITIONS``) from the library (built on first use): store kernels, or
     with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
-    then answers with its store kernel)."""
+    then answers with its store kernel); from ``block_min_total`` on, the block forms
+    (``block_only``)."""
     options = _library_options(cls, options)
+    if block_only(cls, options, block_min_total):
+        options, epilogue = _block_options(options), Epilogue.STORE
     return tuple(
         get_kernel(cls.with_deriv(p), options, spherical, epilogue, target, arch, directory)
         for p in DERIV_POSITIONS
@@ -118,9 +147,13 @@ def deriv_block_kernels(
     arch: str,
     directory=None,
     threads: int = BLOCK_THREADS,
+    block_min_total: int = DERIV_BLOCK_MIN_TOTAL,
 ) -> tuple[LibraryKernel | None, ...]:
     """The block forms (``threads`` per item) of the first-derivative classes of ``cls`` on
-    positions A, B and C where the class is Tier 2 (None where it is Tier 1)."""
+    positions A, B and C where the class is Tier 2 and ``deriv_kernels`` gives its
+    straight-line form (None where it is Tier 1 or block-only)."""
+    if block_only(cls, _library_options(cls, options), block_min_total):
+        return (None,) * len(DERIV_POSITIONS)
     stores = deriv_kernels(cls, options, spherical, target, arch, directory)
     options = _library_options(cls, options).replace(item_threads=threads)
     return tuple(

@@ -28,7 +28,8 @@ holds the run's commit, device, software and first command):
   ``MOLECULE:BASIS:cart`` asks for Cartesian functions. Runs without a GPU on the CPU.
 
 ``--engine-option NAME=VALUE`` (repeatable) sets a ``fusionrcg.JK`` argument for every engine
-of the run (``scf``, ``energies``, ``memory``, ``host-share``, ``accuracy``); ``--xc-setting
+of the run (``scf``, ``energies``, ``memory``, ``host-share``, ``accuracy``, and ours in
+``dft`` and ``gradient``); ``--xc-setting
 NAME=VALUE`` a ``kerneldi.Settings`` field of the ``dft`` runs' KerneLDI NumInt.
 """
 
@@ -337,7 +338,7 @@ def _dft_run(args, mol, way: str) -> dict:
     if way == "xc only":
         mf._numint = kerneldi.NumInt(backend="gpu", **args.xc_settings)
     elif way == "both":
-        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, **args.xc_settings)
+        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine, **args.xc_settings)
     result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     # one XC call (energy and potential) at the converged density, beside the layout it reuses
     dm = mf.make_rdm1()
@@ -375,7 +376,7 @@ def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
 
     mf = _make(args.method, mol, gpu=True)
     if how == "ours":
-        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir)
+        mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine)
     scf_result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     grad = mf.nuc_grad_method()
     grad.verbose = 0
