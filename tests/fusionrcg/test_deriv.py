@@ -267,3 +267,17 @@ def test_cuda_derivative_kernel_builds_without_spills():
     assert kernel.name.startswith("frcg_1111_dA_") and kernel.output_shape == (3, 3, 3, 3, 3)
     assert kernel.pair_width == 8 and kernel.pair_exponents
     assert not kernel.report.spills and kernel.report.registers > 0
+
+
+@needs_cxx
+def test_the_engines_route_matches_int2e_ip1(get_molecule):
+    """``verify_engine_deriv``: each class through the kernels the J/K engine runs for it,
+    the block form from ``block_min_total`` on (here 3), the straight-line forms below."""
+    from qcbench.eri.verify import verify_engine_deriv
+
+    mol = get_molecule("water_clusters/002", "cc-pvdz")
+    rows = verify_engine_deriv(mol, 1, "cpu", block_min_total=3)
+    assert len(rows) == len(canonical_classes(1)) and all(r["passed"] for r in rows)
+    for row in rows:
+        cls = QuartetClass.parse(row["cls"].split()[0])  # "(l,l|l,l) nabla_A"
+        assert (row["item_threads"] > 1) == (cls.total >= 3)

@@ -392,3 +392,22 @@ def test_a_kernel_with_other_options_supersedes_no_product_measurement(tmp_path)
     assert list(full["source"]) == ["campaign", "later", "study"]
     no_axis = table[(table["class"] == str(cls)) & (table["variant"] == "no-axis")]
     assert list(no_axis["superseded"]) == [True, False]
+
+
+def test_derivative_verification_line():
+    from qcbench.eri.reporting.gpu_summary import deriv_verification_line
+
+    assert "not checked" in deriv_verification_line(pd.DataFrame())
+    rows = pd.DataFrame(
+        {
+            "cls": ["(1,0|0,0) nabla_A", "(4,4|4,4) nabla_A", "(2,2|2,2) nabla_A"],
+            "passed": [True, False, False],
+            "engine_right": [None, True, False],
+            "max_normalized_error": [0.1, 2.0, 3.0],
+            "item_threads": [1, 256, 256],
+        }
+    )
+    line = deriv_verification_line(rows)
+    assert "2 of 3 classes up to (4,4|4,4) verified" in line
+    assert "2 of them in the block form" in line and "FAIL on (2,2|2,2) nabla_A" in line
+    assert "**PASS**" in deriv_verification_line(rows.iloc[:2])

@@ -140,24 +140,30 @@ rule eri_gpu_bench:
 
 
 rule eri_gpu_verify:
-    """Every class up to (gg|gg) on the GPU against PySCF: a new eri-verify record."""
+    """Every class up to (gg|gg) on the GPU against PySCF, and the first-derivative classes
+    (int2e_ip1) up to the J/K engine's derivative l through the kernels it runs for them: a
+    new eri-verify record."""
     input:
         rules.eri_gpu_kernels.output,
+        # the J/K engine's derivative kernels (rule jk_kernels)
+        f"{RESULTS}/jk/kernels_sm.done",
     output:
         directory(CAMPAIGN_VERIFY),
     params:
         kind="eri-verify",
         run="campaign",
         summary="Every canonical class up to (gg|gg) on the GPU against PySCF, water dimer in "
-        "cc-pVQZ and ANO-RCC, spherical and Cartesian",
-        options="{}",
+        "cc-pVQZ and ANO-RCC, spherical and Cartesian; the first-derivative classes (int2e_ip1) "
+        "through the J/K engine's kernels, cc-pVQZ spherical",
+        options=json.dumps({"deriv_lmax": config["jk"]["deriv_prebuild_lmax"]}),
     resources:
         gpu=1,
     log:
         f"{RESULTS}/logs/eri/gpu/verify.log",
     shell:
         "FUSIONRCG_KERNEL_DIR={KERNELS} {PY} -m qcbench.eri.campaign verify --out {output}"
-        " > {log} 2>&1 && " + RECORD_MANIFEST + " >> {log} 2>&1"
+        " --deriv-lmax {config[jk][deriv_prebuild_lmax]} > {log} 2>&1 && "
+        + RECORD_MANIFEST + " >> {log} 2>&1"
 
 
 rule eri_ablation_inputs:

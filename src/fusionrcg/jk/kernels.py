@@ -115,6 +115,16 @@ def _block_options(options: KernelOptions, threads: int = BLOCK_THREADS) -> Kern
     return options.replace(item_threads=threads)
 
 
+def deriv_options(
+    cls: QuartetClass, options: KernelOptions, block_min_total: int = DERIV_BLOCK_MIN_TOTAL
+) -> KernelOptions:
+    """The options the J/K engine asks the library for the first-derivative classes of
+    ``cls`` under ``options``: the block form's from ``block_min_total`` on
+    (``block_only``), else the straight-line forms' (``_library_options``)."""
+    options = _library_options(cls, options)
+    return _block_options(options) if block_only(cls, options, block_min_total) else options
+
+
 def deriv_kernels(
     cls: QuartetClass,
     options: KernelOptions,
@@ -130,9 +140,9 @@ def deriv_kernels(
     with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
     then answers with its store kernel); from ``block_min_total`` on, the block forms
     (``block_only``)."""
-    options = _library_options(cls, options)
-    if block_only(cls, options, block_min_total):
-        options, epilogue = _block_options(options), Epilogue.STORE
+    if block_only(cls, _library_options(cls, options), block_min_total):
+        epilogue = Epilogue.STORE
+    options = deriv_options(cls, options, block_min_total)
     return tuple(
         get_kernel(cls.with_deriv(p), options, spherical, epilogue, target, arch, directory)
         for p in DERIV_POSITIONS

@@ -144,7 +144,7 @@ def verify(args) -> int:
     from qcbench.molecules import load
     from qcbench.provenance import gpu_info, provenance
 
-    from .verify import Tolerance, adjudicate, verify_molecule
+    from .verify import Tolerance, adjudicate, verify_engine_deriv, verify_molecule
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,12 @@ def verify(args) -> int:
     (out / "verify_device.json").write_text(json.dumps(info, indent=1))
     results = out / "verify_gpu.jsonl"
     tol = Tolerance()
-    for name, basis in (("water_clusters/002", "cc-pvqz"), ("water_clusters/002", "ano")):
+    plain = (
+        ()
+        if args.deriv_only
+        else (("water_clusters/002", "cc-pvqz"), ("water_clusters/002", "ano"))
+    )
+    for name, basis in plain:
         for cart in (False, True):
             mol = load(name, basis, cart=cart)
             rows = verify_molecule(mol, 4, 2, seed=5, backend="gpu", tol=tol)
@@ -171,6 +176,18 @@ def verify(args) -> int:
                 _jsonl(results, rec)
             worst = max(r.max_normalized_error for r in rows)
             print(f"{name} {basis} cart={cart}: {len(rows)} classes, worst {worst:.3g}", flush=True)
+    if args.deriv_lmax is not None:
+        name, basis = "water_clusters/002", "cc-pvqz"
+        rows = verify_engine_deriv(load(name, basis), args.deriv_lmax, "gpu")
+        for row in rows:
+            _jsonl(
+                out / "verify_deriv_gpu.jsonl",
+                row | {"molecule": name, "basis": basis, "cartesian": False},
+            )
+        worst = max(r["max_normalized_error"] for r in rows)
+        failed = sum(not (r["passed"] or r.get("engine_right")) for r in rows)
+        print(f"derivative classes (int2e_ip1): {len(rows)}, worst {worst:.3g}, {failed} failed",
+              flush=True)  # fmt: skip
     return 0
 
 
@@ -276,8 +293,15 @@ def main(argv: list[str] | None = None) -> int:
     k.set_defaults(run=kernels)
     v = sub.add_parser("verify")
     v.add_argument("--out", required=True)
+    v.add_argument("--deriv-lmax", type=int, default=None,
+                   help="also the first-derivative classes (int2e_ip1) up to this l, through "
+                   "the J/K engine's kernels of each")  # fmt: skip
+    v.add_argument("--deriv-only", action="store_true",
+                   help="with --deriv-lmax: the derivative classes only")  # fmt: skip
     v.set_defaults(run=verify)
     args = parser.parse_args(argv)
+    if getattr(args, "deriv_only", False) and args.deriv_lmax is None:
+        parser.error("--deriv-only needs --deriv-lmax")
     return args.run(args)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from fusionrcg.angmom import QuartetClass, canonical_classes, shell_size
 from fusionrcg.engine import eri_deriv_quartets, eri_quartets
+from fusionrcg.options import KernelOptions, kernel_options
 from fusionrcg.orchestration.plan import plan_class
 from fusionrcg.shells import Shell, shell_quartet
 from fusionrcg.variants import get_variant
@@ -99,7 +100,9 @@ def reference_eri(mol, idx: Sequence[int], centre: int | None = None) -> np.ndar
     return value
 
 
-def engine_values(mol, quartets, centre: int | None, backend: str, variant: str) -> list:
+def engine_values(
+    mol, quartets, centre: int | None, backend: str, variant: str | KernelOptions
+) -> list:
     """The engine's (ab|cd) of ``quartets``, or their gradient on ``centre``."""
     if centre is None:
         return eri_quartets(mol, quartets, backend, variant)
@@ -131,7 +134,7 @@ def verify_class(
     cls: QuartetClass,
     quartets: Sequence[tuple[int, int, int, int]],
     backend: str = "reference",
-    variant: str = "full",
+    variant: str | KernelOptions = "full",
     tol: Tolerance = Tolerance(),
 ) -> ClassErrors:
     mine = engine_values(mol, quartets, cls.deriv, backend, variant)
@@ -207,7 +210,7 @@ def adjudicate(
     mol,
     quartet: tuple[int, int, int, int],
     element: tuple[int, ...],
-    variant: str = "full",
+    variant: str | KernelOptions = "full",
     tol: Tolerance = Tolerance(),
     backend: str = "reference",
     centre: int | None = None,
@@ -216,7 +219,9 @@ def adjudicate(
     codes' errors against it; the engine's value comes from ``backend``, the one whose
     comparison failed."""
     element = tuple(element)
-    exact = exact_element(mol, tuple(quartet), element, variant, centre)
+    # the graph, and so the exact value, is the variant's whatever the kernel options
+    name = variant if isinstance(variant, str) else kernel_options(variant).variant.name
+    exact = exact_element(mol, tuple(quartet), element, name, centre)
     mine = float(engine_values(mol, [quartet], centre, backend, variant)[0][element])
     ref = float(reference_eri(mol, quartet, centre)[element])
     engine_err = mine - exact
@@ -253,4 +258,46 @@ def verify_molecule(
             continue
         if quartets:
             rows.append(verify_class(mol, cls, quartets, backend, variant, tol))
+    return rows
+
+
+DERIV_TOLERANCE = Tolerance(abs=1e-11, rel=1e-9, rel_floor=1e-8)
+"""The first-derivative integrals' bounds (each a sum of two shifted classes)."""
+
+
+def verify_engine_deriv(
+    mol,
+    lmax: int,
+    backend: str = "gpu",
+    block_min_total: int | None = None,
+    per_class: int = 2,
+    seed: int = 5,
+    tol: Tolerance = DERIV_TOLERANCE,
+) -> list[dict]:
+    """PySCF's ``int2e_ip1`` (the gradient on the first position) of every canonical class up
+    to ``lmax`` with shells in ``mol``, each class through the kernels the J/K engine runs for
+    it (``fusionrcg.jk.kernels.deriv_options``: the straight-line forms, or the block form
+    from ``block_min_total`` on, default ``DERIV_BLOCK_MIN_TOTAL``); a sampled quartet whose
+    first pair is ordered tighter shell first runs position B's kernel. One row per class
+    (``ClassErrors.row`` with the kernel's threads per item), adjudicated in 40 digits where
+    it misses the tolerance."""
+    from fusionrcg.jk.kernels import DERIV_BLOCK_MIN_TOTAL, deriv_options
+
+    if block_min_total is None:
+        block_min_total = DERIV_BLOCK_MIN_TOTAL
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cls in canonical_classes(lmax):
+        quartets = sample_quartets(mol, cls, per_class, rng)
+        if not quartets:
+            continue
+        options = deriv_options(cls, kernel_options("full"), block_min_total)
+        errors = verify_class(mol, cls.with_deriv(0), quartets, backend, options, tol)
+        row = errors.row() | {"item_threads": options.item_threads}
+        if not errors.passed:
+            a = adjudicate(mol, errors.worst_quartet, errors.worst_element, options, tol,
+                           backend, 0)  # fmt: skip
+            row |= {"exact": a.exact, "engine_error": a.engine_error,
+                    "pyscf_error": a.pyscf_error, "engine_right": a.engine_right}  # fmt: skip
+        rows.append(row)
     return rows

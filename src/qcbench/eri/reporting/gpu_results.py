@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,6 +51,8 @@ class GpuResults:
     runs: dict[str, dict]  # device.json of each benchmark record, by id, in the records' order
     verification: pd.DataFrame  # the latest row per class, molecule, basis and form
     verify_device: dict  # verify_device.json of the latest verification record
+    # the latest row per first-derivative class (int2e_ip1 through the J/K engine's kernels)
+    deriv_verification: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def device(self) -> dict:
@@ -122,8 +124,10 @@ def bench_keys(record: Record) -> set[tuple]:
 
 
 def verify_keys(record: Record) -> set[tuple]:
-    """The checks of an ``eri-verify`` record: class, molecule, basis and output form."""
-    return {_verify_key(row) for row in read_jsonl(record.file("verify_gpu.jsonl"))}
+    """The checks of an ``eri-verify`` record: class (a derivative class by its name),
+    molecule, basis and output form."""
+    names = [n for n in ("verify_gpu.jsonl", "verify_deriv_gpu.jsonl") if record.has(n)]
+    return {_verify_key(row) for n in names for row in read_jsonl(record.file(n))}
 
 
 def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResults:
@@ -143,14 +147,17 @@ def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResult
     merged = _with_defaults(pd.concat(frames, ignore_index=True))
     merged["superseded"] = merged.apply(_measurement_key, axis=1).duplicated(keep="last")
     checks: dict[tuple, dict] = {}
+    deriv_checks: dict[tuple, dict] = {}
     for record in ordered(verify):
-        for row in read_jsonl(record.file("verify_gpu.jsonl")):
-            checks.pop(_verify_key(row), None)  # the latest check goes last
-            checks[_verify_key(row)] = row
+        for name, found in (("verify_gpu.jsonl", checks), ("verify_deriv_gpu.jsonl", deriv_checks)):
+            for row in read_jsonl(record.file(name)) if record.has(name) else []:
+                found.pop(_verify_key(row), None)  # the latest check goes last
+                found[_verify_key(row)] = row
     return GpuResults(
         measurements=merged,
         runs=runs,
         verification=pd.DataFrame(list(checks.values())),
+        deriv_verification=pd.DataFrame(list(deriv_checks.values())),
         verify_device=(
             json.loads(ordered(verify)[-1].file("verify_device.json").read_text()) if verify else {}
         ),

@@ -219,6 +219,24 @@ def tier2_options_section(options: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n\n" + _md(options)
 
 
+def deriv_verification_line(rows: pd.DataFrame) -> str:
+    """The first-derivative classes checked on the GPU (int2e_ip1 through the J/K engine's
+    kernels): how many, up to which class, how many verified and the worst error."""
+    if rows.empty:
+        return "First-derivative classes on the GPU: not checked in any verification record."
+    right = rows["engine_right"] if "engine_right" in rows else pd.Series(False, index=rows.index)
+    verified = rows["passed"].astype(bool) | (right == True)  # noqa: E712
+    top = max((QuartetClass.parse(c.split()[0]) for c in rows["cls"]), key=lambda c: c.total)
+    block = int((rows["item_threads"] > 1).sum()) if "item_threads" in rows else 0
+    verdict = "PASS" if verified.all() else f"FAIL on {', '.join(rows.loc[~verified, 'cls'])}"
+    return (
+        f"First-derivative classes on the GPU (PySCF's int2e_ip1, element by element, through "
+        f"the kernels the J/K engine runs, {block} of them in the block form): "
+        f"{int(verified.sum())} of {len(rows)} classes up to {top} verified, worst error "
+        f"{rows['max_normalized_error'].max():.2g} of the tolerance: **{verdict}**."
+    )
+
+
 def summary_markdown(
     throughput: pd.DataFrame,
     ablations: dict[str, pd.DataFrame],
@@ -244,6 +262,7 @@ def summary_markdown(
         "# ERI kernels on the GPU",
         "\n".join(runs),
         f"Verification: {_device(results.verify_device)}",
+        deriv_verification_line(results.deriv_verification),
         "Throughput counts contracted shell quartets (one contraction column per shell) per "
         "second: the median of timed launches after a warm-up, CUDA events, cc-pVDZ/TZ/QZ "
         "primitives by the highest l of the class. FLOP/s is the graph's FLOP count of the "
