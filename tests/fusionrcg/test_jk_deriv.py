@@ -168,17 +168,19 @@ def test_block_only_derivative_classes(water, water_cation, backend):
 
 
 def test_which_derivative_classes_are_block_only():
+    """By default the f and g classes from total 6 on; with a total, every class from it on;
+    never under a variant that forces Tier 1."""
     from fusionrcg.jk.kernels import DERIV_BLOCK_MIN_TOTAL, block_only
     from fusionrcg.options import kernel_options
 
     full, forced_tier1 = kernel_options("full"), kernel_options("tier1-only")
-    below = fusionrcg.QuartetClass(2, 1, 1, 1)
-    at = fusionrcg.QuartetClass(2, 1, 2, 1)
-    assert below.total < DERIV_BLOCK_MIN_TOTAL <= at.total
-    assert not block_only(below, full, DERIV_BLOCK_MIN_TOTAL)
-    assert block_only(at, full, DERIV_BLOCK_MIN_TOTAL)
-    assert block_only(at, kernel_options("tier2-only"), DERIV_BLOCK_MIN_TOTAL)
-    assert not block_only(at, forced_tier1, DERIV_BLOCK_MIN_TOTAL)  # the ablation's tier holds
+    d_class, f_below, f_at = (fusionrcg.QuartetClass(*ls) for ls in
+                              ((2, 2, 2, 2), (3, 1, 1, 0), (3, 1, 1, 1)))  # fmt: skip
+    assert f_below.total < DERIV_BLOCK_MIN_TOTAL <= f_at.total
+    assert not block_only(d_class, full) and not block_only(f_below, full)
+    assert block_only(f_at, full) and block_only(f_at, kernel_options("tier2-only"))
+    assert block_only(d_class, full, 6) and not block_only(f_at, full, 7)
+    assert not block_only(f_at, forced_tier1)  # the ablation's tier holds
     with pytest.raises(JKInputError, match="deriv_block_min_total"):
         JK(gto.M(atom="He 0 0 0", basis="sto-3g", verbose=0), backend="cpu",
            deriv_block_min_total=-1)  # fmt: skip

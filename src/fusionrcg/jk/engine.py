@@ -34,7 +34,6 @@ from .basis import engine_basis
 from .deriv import add_position_gradient, contract_deriv_items, scaled_weights
 from .kernels import (
     BLOCK_THREADS,
-    DERIV_BLOCK_MIN_TOTAL,
     ClassKernels,
     class_kernels,
     deriv_block_kernels,
@@ -159,8 +158,8 @@ class JK:
     round at most (``tasks``; on the CPU, the candidates it tests); by default
     ``GPU_ROUND_ITEMS`` on the GPU (within the free memory), ``tasks.MAX_CANDIDATES`` on the
     CPU. ``deriv_block_min_total``: the first-derivative classes (gradients) from this total on
-    run in Tier 2's block form at any launch size (``jk.kernels.DERIV_BLOCK_MIN_TOTAL`` by
-    default; a total above the basis's highest keeps every class's straight-line forms).
+    run in Tier 2's block form at any launch size; by default (None) those from total 6 on
+    with an f or g shell (``jk.kernels.block_only``).
     """
 
     def __init__(
@@ -180,7 +179,7 @@ class JK:
         block_items: int | None = None,
         fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
         round_items: int | None = None,
-        deriv_block_min_total: int = DERIV_BLOCK_MIN_TOTAL,
+        deriv_block_min_total: int | None = None,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -197,7 +196,7 @@ class JK:
             raise JKInputError(f"fused_max_outputs must be a count >= 0, got {fused_max_outputs!r}")
         if round_items is not None and round_items < 1:
             raise JKInputError(f"round_items must be a positive count, got {round_items!r}")
-        if deriv_block_min_total < 0:
+        if deriv_block_min_total is not None and deriv_block_min_total < 0:
             raise JKInputError(
                 f"deriv_block_min_total must be a total >= 0, got {deriv_block_min_total!r}"
             )
@@ -221,7 +220,7 @@ class JK:
             )  # fmt: skip
         self.profile = profile
         self.fused_max_outputs = fused_max_outputs
-        self.deriv_block_min_total = int(deriv_block_min_total)
+        self.deriv_block_min_total = deriv_block_min_total
         self.last_profile: BuildProfile | None = None
         self.basis, contraction = engine_basis(mol, decontract)
         self._nao = mol.nao_nr(cart=mol.cart)

@@ -35,12 +35,16 @@ BLOCK_THREADS = 256
 tens to tens of thousands of statements each."""
 
 DERIV_BLOCK_MIN_TOTAL = 6
-"""From this total on, a first-derivative class runs in Tier 2's block form only, at any
-launch size. Its graph reaches one unit of l more on the differentiated centre and holds three
-gradient components: from total 6 on, its straight-line forms (Tier 1 and Tier 2 alike) run at
-255 registers with kilobytes of spills per thread and take ptxas ten minutes to hours per
-position, where the block form (``lowering.block``) interprets its level program without
-spills and compiles in seconds up to (gg|gg)."""
+DERIV_BLOCK_MIN_L = 3
+"""By default, a first-derivative class from total ``DERIV_BLOCK_MIN_TOTAL`` on that holds an
+f or g shell (l >= ``DERIV_BLOCK_MIN_L``) runs in Tier 2's block form only, at any launch
+size. Its graph reaches one unit of l more on the differentiated centre and holds three
+gradient components: its straight-line forms (Tier 1 and Tier 2 alike) run at 255 registers
+with kilobytes of spills per thread, and ptxas takes from ten minutes ((dd|dd)) to hours per
+position over them, where the block form (``lowering.block``) interprets its level program
+without spills and compiles in seconds up to (gg|gg). The d classes of total 6 to 8 keep their
+straight-line forms: despite their spills they ran 2-6x faster than the block form in the
+cc-pVDZ gradient benchmark (their many items fill the GPU one per thread)."""
 
 
 @dataclass(frozen=True)
@@ -99,10 +103,17 @@ def class_kernels(
     return ClassKernels(cls, store, fused, block)
 
 
-def block_only(cls: QuartetClass, options: KernelOptions, block_min_total: int) -> bool:
-    """Whether the first-derivative classes of ``cls`` run in the block form only: from
-    ``block_min_total`` on (``DERIV_BLOCK_MIN_TOTAL``), unless the variant forces Tier 1."""
-    return cls.total >= block_min_total and options.variant.forced_tier is not Tier.REGISTER
+def block_only(
+    cls: QuartetClass, options: KernelOptions, block_min_total: int | None = None
+) -> bool:
+    """Whether the first-derivative classes of ``cls`` run in the block form only: with
+    ``block_min_total`` None the default rule (``DERIV_BLOCK_MIN_TOTAL``, ``DERIV_BLOCK_MIN_L``),
+    else every class from that total on; never where the variant forces Tier 1."""
+    if options.variant.forced_tier is Tier.REGISTER:
+        return False
+    if block_min_total is None:
+        return cls.total >= DERIV_BLOCK_MIN_TOTAL and max(cls.ls) >= DERIV_BLOCK_MIN_L
+    return cls.total >= block_min_total
 
 
 def _block_options(options: KernelOptions, threads: int = BLOCK_THREADS) -> KernelOptions:
@@ -116,11 +127,11 @@ def _block_options(options: KernelOptions, threads: int = BLOCK_THREADS) -> Kern
 
 
 def deriv_options(
-    cls: QuartetClass, options: KernelOptions, block_min_total: int = DERIV_BLOCK_MIN_TOTAL
+    cls: QuartetClass, options: KernelOptions, block_min_total: int | None = None
 ) -> KernelOptions:
     """The options the J/K engine asks the library for the first-derivative classes of
-    ``cls`` under ``options``: the block form's from ``block_min_total`` on
-    (``block_only``), else the straight-line forms' (``_library_options``)."""
+    ``cls`` under ``options``: the block form's where ``block_only`` says so, else the
+    straight-line forms' (``_library_options``)."""
     options = _library_options(cls, options)
     return _block_options(options) if block_only(cls, options, block_min_total) else options
 
@@ -133,13 +144,12 @@ def deriv_kernels(
     arch: str,
     directory=None,
     epilogue: Epilogue = Epilogue.STORE,
-    block_min_total: int = DERIV_BLOCK_MIN_TOTAL,
+    block_min_total: int | None = None,
 ) -> tuple[LibraryKernel, ...]:
     """The kernels of the first-derivative classes of ``cls`` on its positions A, B and C
     (``deriv.DERIV_POSITIONS``) from the library (built on first use): store kernels, or
     with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
-    then answers with its store kernel); from ``block_min_total`` on, the block forms
-    (``block_only``)."""
+    then answers with its store kernel); the block forms where ``block_only`` says so."""
     if block_only(cls, _library_options(cls, options), block_min_total):
         epilogue = Epilogue.STORE
     options = deriv_options(cls, options, block_min_total)
@@ -157,7 +167,7 @@ def deriv_block_kernels(
     arch: str,
     directory=None,
     threads: int = BLOCK_THREADS,
-    block_min_total: int = DERIV_BLOCK_MIN_TOTAL,
+    block_min_total: int | None = None,
 ) -> tuple[LibraryKernel | None, ...]:
     """The block forms (``threads`` per item) of the first-derivative classes of ``cls`` on
     positions A, B and C where the class is Tier 2 and ``deriv_kernels`` gives its

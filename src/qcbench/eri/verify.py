@@ -277,14 +277,12 @@ def verify_engine_deriv(
     """PySCF's ``int2e_ip1`` (the gradient on the first position) of every canonical class up
     to ``lmax`` with shells in ``mol``, each class through the kernels the J/K engine runs for
     it (``fusionrcg.jk.kernels.deriv_options``: the straight-line forms, or the block form
-    from ``block_min_total`` on, default ``DERIV_BLOCK_MIN_TOTAL``); a sampled quartet whose
+    where ``block_only`` says so; ``block_min_total`` as the engine's); a sampled quartet whose
     first pair is ordered tighter shell first runs position B's kernel. One row per class
     (``ClassErrors.row`` with the kernel's threads per item), adjudicated in 40 digits where
     it misses the tolerance."""
-    from fusionrcg.jk.kernels import DERIV_BLOCK_MIN_TOTAL, deriv_options
+    from fusionrcg.jk.kernels import deriv_options
 
-    if block_min_total is None:
-        block_min_total = DERIV_BLOCK_MIN_TOTAL
     rng = np.random.default_rng(seed)
     rows = []
     for cls in canonical_classes(lmax):
