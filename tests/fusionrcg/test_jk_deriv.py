@@ -134,6 +134,35 @@ def test_a_profiled_energy_gradient_says_where_its_time_went(water, backend):
     assert "screening" in prof.seconds and "densities" in prof.seconds
 
 
+def test_the_energy_gradient_screens_density_products(backend):
+    """The energy gradient keeps a quartet when Q_ab Q_cd times a product of two density blocks
+    passes (its integrals meet two density elements): fewer work items than the one-block test
+    of the Fock builds at the same threshold, and the gradient within what the dropped
+    quartets can hold (tol 1e-10, four waters apart: many small density blocks)."""
+    from fusionrcg.jk.arrays import HostArrays
+    from fusionrcg.jk.tasks import HostScreener, Screen
+
+    mol = gto.M(atom=[[el, (x + 3.1 * i, y + 0.4 * i, z)] for i in range(4)
+                      for el, (x, y, z) in (("O", (0, 0, 0.1)), ("H", (0, 0.75, -0.45)),
+                                            ("H", (0.1, -0.7, -0.5)))],
+                basis="6-31g", verbose=0)  # fmt: skip
+    dm = scf.RHF(mol).run().make_rdm1()
+    engine = JK(mol, backend=backend, tol=1e-10, profile=True)
+    de = engine.jk_energy_per_atom(dm, 1.0, 0.5)
+    kept = sum(engine.last_profile.items.values())
+    assert np.abs(de - _per_atom_reference(mol, dm[None], 1.0, 0.5)).max() <= 1e3 * 1e-10
+    host = JK(mol, backend="cpu", tol=1e-10)
+    blocks = HostArrays().block_absmax(dm[None], host.basis.ao, None)
+    one_block = Screen(1e-10, blocks, float(blocks.max()), True, True)
+    screener = HostScreener(HostArrays())
+    fock_items = sum(
+        items.size
+        for _, class_blocks in host.classes
+        for _, items in screener.class_items(host.pairs, class_blocks, one_block)
+    )
+    assert kept < fock_items
+
+
 @pytest.mark.parametrize("options", ["full", "tier2-only"])
 def test_energy_per_atom_fused_and_stored(options, backend):
     """Tier 1 derivative classes weigh their integrals in the kernel (the gradient epilogue),

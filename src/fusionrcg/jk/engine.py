@@ -473,7 +473,7 @@ class JK:
         target = GradientTarget(self._seg_atom, de, j_factor, k_factor)
         prof = BuildProfile() if self.profile else None
         tick = self._clock(prof)
-        screen = self._deriv_screen(dk, bool(j_factor), bool(k_factor))
+        screen = self._deriv_screen(dk, bool(j_factor), bool(k_factor), products=True)
         tick("densities")
         with self.streams.build():
             for kernels, parts in self._deriv_classes(screen, Epilogue.GRAD):
@@ -647,18 +647,25 @@ class JK:
         c = self._contraction
         return self.arrays.xp.ascontiguousarray(dms if c is None else c @ dms @ c.T)
 
-    def _deriv_screen(self, dk, with_j: bool, with_k: bool) -> Screen:
+    def _deriv_screen(self, dk, with_j: bool, with_k: bool, products: bool = False) -> Screen:
         """The screening of a derivative build of ``dk``, with the pairs' derivative data made
-        (both on the caller's stream, before the classes' streams start)."""
+        (both on the caller's stream, before the classes' streams start); ``products``: of an
+        energy gradient (``_screen``)."""
         if self._deriv_data is None:
             self._deriv_data = self.pairs.deriv_data(self.arrays.xp)
-        return self._screen(dk, with_j, with_k)
+        return self._screen(dk, with_j, with_k, products)
 
-    def _screen(self, dk, with_j: bool, with_k: bool) -> Screen:
+    def _screen(self, dk, with_j: bool, with_k: bool, products: bool = False) -> Screen:
         """The screening of a build of the densities ``dk`` (engine basis): their segment-block
-        maxima against the threshold."""
+        maxima against the threshold. ``products``: an energy or energy gradient, whose
+        integrals each meet two density elements (``tasks.Screen``): J's of the total density
+        and K's of each spin density, so the blocks cover both."""
+        if products and dk.shape[0] > 1:
+            dk = self.arrays.xp.concatenate([dk, dk.sum(axis=0)[None]])
         blocks = self.arrays.block_absmax(dk, self._seg_ao, self._seg_size)
-        return Screen(self.tol, blocks, float(blocks.max()), with_j, with_k)
+        largest = float(blocks.max())
+        return Screen(self.tol, blocks, largest**2 if products else largest, with_j, with_k,
+                      products)  # fmt: skip
 
     def _deriv_classes(self, screen: Screen, epilogue: Epilogue):
         """(class kernels, parts) of every class: its screened items in parts whose buffers

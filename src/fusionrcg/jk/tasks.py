@@ -3,11 +3,13 @@ the threshold, as launch items, made where the kernels run and with no loop over
 
 A quartet (ab|cd) is kept when Q_ab Q_cd d >= tol, where Q are the Schwarz bounds and d the
 largest density block it is contracted with: |D_cd| and |D_ab| for J, |D_bd|, |D_ad|, |D_bc|,
-|D_ac| for K (``Screen``). Work comes in blocks: a bra group against a ket group of pairs
-(``pairs.PairGroup``: one pair class, one primitive-pair count), so every item of a block runs
-the same loop trips. Within a group the pairs are sorted by bound, so the kets a bra pair can
-reach with the largest density block at all are a prefix, found by binary search; only those
-candidates are tested. On the GPU one kernel tests them and writes the survivors' items
+|D_ac| for K (``Screen``). An energy (or energy gradient) contracts each integral with two
+density elements: there d is the largest product, |D_ab| |D_cd| for J and |D_ac| |D_bd|,
+|D_ad| |D_bc| for K (``Screen.products``). Work comes in blocks: a bra group against a ket group
+of pairs (``pairs.PairGroup``: one pair class, one primitive-pair count), so every item of a
+block runs the same loop trips. Within a group the pairs are sorted by bound, so the kets a bra
+pair can reach with the largest density factor at all are a prefix, found by binary search; only
+those candidates are tested. On the GPU one kernel tests them and writes the survivors' items
 (``DeviceScreener``); on the CPU array operations do the same (``HostScreener``).
 """
 
@@ -33,13 +35,16 @@ SPREAD_STRIDES = (1_000_003, 999_983)  # primes: one of them does not divide a b
 @dataclass(frozen=True)
 class Screen:
     """What a build's screening needs: the threshold, the densities' segment-block maxima
-    (nseg x nseg, symmetric, float32) and their largest value, and which matrices are built."""
+    (nseg x nseg, symmetric, float32) and the largest density factor a quartet can meet (the
+    largest block, or with ``products`` its square), which terms are built, and whether the
+    factor is one block (Fock matrices) or a product of two (energies and their gradients)."""
 
     tol: float
     blocks: Any
     largest: float
     with_j: bool
     with_k: bool
+    products: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,11 +211,13 @@ class HostScreener(_Screener):
             c, d = table.first[ik], table.second[ik]
             blk = screen.blocks
             dens = xp.zeros(ib.shape[0], dtype=blk.dtype)
+            # one factor: the larger of the two blocks; products: their product
+            pair = xp.multiply if screen.products else xp.maximum
             if screen.with_j:
-                dens = xp.maximum(dens, xp.maximum(blk[a, b], blk[c, d]))
+                dens = xp.maximum(dens, pair(blk[a, b], blk[c, d]))
             if screen.with_k:
-                dens = xp.maximum(dens, xp.maximum(blk[b, d], blk[a, d]))
-                dens = xp.maximum(dens, xp.maximum(blk[b, c], blk[a, c]))
+                dens = xp.maximum(dens, pair(blk[b, d], blk[a, c]))
+                dens = xp.maximum(dens, pair(blk[a, d], blk[b, c]))
             keep = table.bound[ib] * table.bound[ik] * dens >= screen.tol
             if bool(keep.any()):
                 yield self._items(table, block, ib[keep], ik[keep])
@@ -257,13 +264,16 @@ SCREEN_KERNEL = r"""
 // the inclusive sum of the counts: the same tests in the same order, so exactly the counted
 // items, each warp's in ket order (no atomics: the order is the same in every build).
 #define BLK(i, j) blocks[(size_t)(i) * nseg + (j)]
+// the density factor of two blocks: the larger (Fock matrices) or the product (energies)
+#define PAIR(x, y) (products ? (x) * (y) : fmaxf((x), (y)))
 extern "C" __global__ void frcg_screen_items(
     const int n_seg, const long long* __restrict__ warp_start, const int* __restrict__ seg,
     const long long w_lo, const long long w_hi, const int* __restrict__ first,
     const int* __restrict__ second, const double* __restrict__ bound,
     const int* __restrict__ ranges, const float* __restrict__ blocks, const int nseg,
     const double tol, const double largest, const int with_j, const int with_k,
-    long long* __restrict__ counts, const long long* __restrict__ ends, const long long base,
+    const int products, long long* __restrict__ counts, const long long* __restrict__ ends,
+    const long long base,
     int* __restrict__ quartets, double* __restrict__ scales, int* __restrict__ item_ranges)
 {
     const long long w = w_lo + ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
@@ -300,10 +310,10 @@ extern "C" __global__ void frcg_screen_items(
             c = first[ik];
             d = second[ik];
             float dens = 0.0f;
-            if (with_j) dens = fmaxf(dab, BLK(c, d));
+            if (with_j) dens = PAIR(dab, BLK(c, d));
             if (with_k) {
-                dens = fmaxf(dens, fmaxf(BLK(b, d), BLK(a, d)));
-                dens = fmaxf(dens, fmaxf(BLK(b, c), BLK(a, c)));
+                dens = fmaxf(dens, PAIR(BLK(b, d), BLK(a, c)));
+                dens = fmaxf(dens, PAIR(BLK(a, d), BLK(b, c)));
             }
             keep = qb * bound[ik] * (double)dens >= tol;
         }
@@ -458,8 +468,9 @@ class DeviceScreener(_Screener):
             table.first, table.second, table.bound, table.ranges, screen.blocks,
             np.int32(screen.blocks.shape[0]), np.float64(screen.tol),
             np.float64(screen.largest), np.int32(screen.with_j), np.int32(screen.with_k),
-            null if counts is None else counts, null if ends is None else ends,
-            np.int64(base), *(null if a is None else a for a in out),
+            np.int32(screen.products), null if counts is None else counts,
+            null if ends is None else ends, np.int64(base),
+            *(null if a is None else a for a in out),
         )  # fmt: skip
         grid = (_ceil_div(32 * (warps[1] - warps[0]), self.THREADS),)
         self._kernel(grid, (self.THREADS,), args)
