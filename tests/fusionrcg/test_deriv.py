@@ -281,3 +281,34 @@ def test_the_engines_route_matches_int2e_ip1(get_molecule):
     for row in rows:
         cls = QuartetClass.parse(row["cls"].split()[0])  # "(l,l|l,l) nabla_A"
         assert (row["item_threads"] > 1) == (cls.total >= 3)
+
+
+@needs_cxx
+def test_cpu_every_derivative_class_up_to_total_8_in_the_block_form(get_molecule):
+    """Every canonical class up to total 8, f and g shells included, through the block form
+    of the C++ backend (what the J/K engine runs for the f and g classes), against PySCF's
+    int2e_ip1 element by element (abs 1e-11, rel 1e-9), on the water dimer in cc-pVQZ."""
+    from qcbench.eri.verify import verify_engine_deriv
+
+    mol = get_molecule("water_clusters/002", "cc-pvqz")
+    rows = verify_engine_deriv(mol, 4, "cpu", block_min_total=0, per_class=1, max_total=8)
+    expected = [c for c in canonical_classes(4) if c.total <= 8]
+    assert len(rows) == len(expected)
+    assert all(r["passed"] and r["item_threads"] > 1 for r in rows), [
+        (r["cls"], r["max_normalized_error"]) for r in rows if not r["passed"]
+    ]
+
+
+@pytest.mark.gpu
+def test_gpu_every_derivative_class_through_the_engines_kernels(get_molecule):
+    """Every canonical class up to (gg|gg) through the CUDA kernels the J/K engine runs for it
+    (straight-line below total 6 and for the d classes, block form for the f and g classes
+    from total 6 on) against PySCF's int2e_ip1 (abs 1e-11, rel 1e-9)."""
+    from qcbench.eri.verify import verify_engine_deriv
+
+    mol = get_molecule("water_clusters/002", "cc-pvqz")
+    rows = verify_engine_deriv(mol, 4, "gpu")
+    assert len(rows) == len(canonical_classes(4))
+    assert all(r["passed"] or r.get("engine_right") for r in rows), [
+        (r["cls"], r["max_normalized_error"]) for r in rows if not r["passed"]
+    ]

@@ -273,11 +273,13 @@ def verify_engine_deriv(
     per_class: int = 2,
     seed: int = 5,
     tol: Tolerance = DERIV_TOLERANCE,
+    max_total: int | None = None,
 ) -> list[dict]:
     """PySCF's ``int2e_ip1`` (the gradient on the first position) of every canonical class up
-    to ``lmax`` with shells in ``mol``, each class through the kernels the J/K engine runs for
-    it (``fusionrcg.jk.kernels.deriv_options``: the straight-line forms, or the block form
-    where ``block_only`` says so; ``block_min_total`` as the engine's); a sampled quartet whose
+    to ``lmax`` (and ``max_total``) with shells in ``mol``, each class through the kernels the
+    J/K engine runs for it (``fusionrcg.jk.kernels.deriv_options``: the straight-line forms, or
+    the block form where ``block_only`` says so; ``block_min_total`` as the engine's); a
+    sampled quartet whose
     first pair is ordered tighter shell first runs position B's kernel. One row per class
     (``ClassErrors.row`` with the kernel's threads per item), adjudicated in 40 digits where
     it misses the tolerance."""
@@ -287,7 +289,7 @@ def verify_engine_deriv(
     rows = []
     for cls in canonical_classes(lmax):
         quartets = sample_quartets(mol, cls, per_class, rng)
-        if not quartets:
+        if not quartets or (max_total is not None and cls.total > max_total):
             continue
         options = deriv_options(cls, kernel_options("full"), block_min_total)
         errors = verify_class(mol, cls.with_deriv(0), quartets, backend, options, tol)
