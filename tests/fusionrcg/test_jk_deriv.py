@@ -348,3 +348,13 @@ def test_prebuild_builds_the_derivative_kernels(tmp_path, capsys):
     mol = gto.M(atom="H 0 0 0; H 0 0 0.74", basis="sto-3g", verbose=0)
     engine = JK(mol, backend="cpu", kernel_dir=tmp_path)
     assert all(k.cached for k in engine.deriv_kernels(fusionrcg.QuartetClass(0, 0, 0, 0)))
+
+
+@pytest.mark.slow
+def test_f_shells_in_the_block_form(backend):
+    """cc-pVTZ water (f on O): every derivative class through the block form (threshold 0;
+    by default the f classes from total 6 on), the matrices against PySCF's (about 10 minutes
+    on one CPU core)."""
+    mol = gto.M(atom=WATER, basis="cc-pvtz", verbose=0)
+    dm = scf.RHF(mol).run().make_rdm1()
+    _check_matrices(JK(mol, backend=backend, tol=1e-14, deriv_block_min_total=0), mol, dm)
