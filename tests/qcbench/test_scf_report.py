@@ -117,3 +117,15 @@ def test_markdown_cells_keep_their_pipes():
 
     table = to_markdown(pd.DataFrame({"class": ["(1,0|1,0)"], "s": [0.5]}))
     assert table.splitlines()[2] == "| (1,0\\|1,0) | 0.5 |"
+
+
+def test_gradient_rows_with_other_engine_settings_are_other_measurements():
+    from qcbench.scf.records import row_key
+
+    base = {"kind": "gradient", "molecule": "m", "basis": "b", "method": "rhf"}
+    plain = {**base, "command": "bench gradient --method rhf"}
+    routed = {**base, "command": "bench gradient --engine-option deriv_block_min_total=99"}
+    assert row_key(plain) != row_key(routed)
+    assert row_key(plain) == row_key({**base, "command": "bench gradient --repeats 3"})
+    scf = {"kind": "scf", "molecule": "m", "basis": "b", "method": "rhf"}
+    assert row_key({**scf, "command": "--engine-option streams=1"}) == row_key(scf)

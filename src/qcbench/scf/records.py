@@ -4,6 +4,7 @@ JSON row per measurement (``qcbench.scf.bench``), and ``device.json``, its prove
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -14,9 +15,18 @@ ROWS = "records.jsonl"
 
 
 def row_key(row: dict) -> tuple:
-    """What a row measured: two rows with the same key measured the same thing."""
-    return (row["kind"], row.get("molecule"), row.get("basis"), row.get("method"),
-            row.get("cartesian"), row.get("backend"))  # fmt: skip
+    """What a row measured: two rows with the same key measured the same thing. A gradient
+    row's engine settings (``--engine-option``) are part of what it measured."""
+    key = (row["kind"], row.get("molecule"), row.get("basis"), row.get("method"),
+           row.get("cartesian"), row.get("backend"))  # fmt: skip
+    if row["kind"] == "gradient":
+        key += (engine_settings(row.get("command", "")),)
+    return key
+
+
+def engine_settings(command: str) -> tuple[str, ...]:
+    """The ``--engine-option NAME=VALUE`` settings of a benchmark command."""
+    return tuple(re.findall(r"--engine-option[= ](\S+)", command))
 
 
 def read_jsonl(path: str | Path) -> list[dict]:

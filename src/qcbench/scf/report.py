@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..tables import to_markdown, write_table  # noqa: E402
-from .records import read_jsonl, read_rows  # noqa: E402
+from .records import engine_settings, read_jsonl, read_rows  # noqa: E402
 
 # FusionRCG on one A100 against GPU4PySCF (Fig. 10): average speedup per SCF iteration
 PAPER_AVERAGE = {"cc-pvdz": 1.5, "cc-pvtz": 2.0, "cc-pvqz": 2.4}
@@ -308,6 +308,7 @@ def gradient_table(records: list[dict]) -> pd.DataFrame:
                 "method": r["method"],
                 "atoms": r["natm"],
                 "AOs": r["nao"],
+                "engine options": ", ".join(engine_settings(r.get("command", ""))) or "defaults",
                 "GPU4PySCF gradient s": g["gradient_s"],
                 "ours gradient s": o["gradient_s"],
                 "speedup gradient": g["gradient_s"] / o["gradient_s"],
