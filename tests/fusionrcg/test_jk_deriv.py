@@ -358,3 +358,17 @@ def test_f_shells_in_the_block_form(backend):
     mol = gto.M(atom=WATER, basis="cc-pvtz", verbose=0)
     dm = scf.RHF(mol).run().make_rdm1()
     _check_matrices(JK(mol, backend=backend, tol=1e-14, deriv_block_min_total=0), mol, dm)
+
+
+def test_a_total_threshold_above_the_default_keeps_straight_line_forms(tmp_path):
+    """``deriv_block_min_total`` above an f class's total gives that class its straight-line
+    forms on every path, the block forms of launches of few items included (host target:
+    Tier 1 has none)."""
+    from fusionrcg.jk.kernels import deriv_block_kernels, deriv_kernels
+    from fusionrcg.options import kernel_options
+
+    cls, full = fusionrcg.QuartetClass(3, 1, 1, 1), kernel_options("full")  # total 6
+    args = (cls, full, True, "cpp", "host", tmp_path)
+    assert all(k.options.item_threads == 1 for k in deriv_kernels(*args, block_min_total=99))
+    assert deriv_block_kernels(*args, block_min_total=99) == (None, None, None)
+    assert all(k.options.item_threads > 1 for k in deriv_kernels(*args, block_min_total=0))

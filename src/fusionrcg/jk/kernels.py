@@ -174,7 +174,9 @@ def deriv_block_kernels(
     straight-line form (None where it is Tier 1 or block-only)."""
     if block_only(cls, _library_options(cls, options), block_min_total):
         return (None,) * len(DERIV_POSITIONS)
-    stores = deriv_kernels(cls, options, spherical, target, arch, directory)
+    stores = deriv_kernels(
+        cls, options, spherical, target, arch, directory, block_min_total=block_min_total
+    )
     options = _library_options(cls, options).replace(item_threads=threads)
     return tuple(
         None
