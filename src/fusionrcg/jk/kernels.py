@@ -150,9 +150,9 @@ def deriv_kernels(
     (``deriv.DERIV_POSITIONS``) from the library (built on first use): store kernels, or
     with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
     then answers with its store kernel); the block forms where ``block_only`` says so."""
-    if block_only(cls, _library_options(cls, options), block_min_total):
-        epilogue = Epilogue.STORE
     options = deriv_options(cls, options, block_min_total)
+    if options.item_threads > 1:  # the block form stores its integrals (Tier 2)
+        epilogue = Epilogue.STORE
     return tuple(
         get_kernel(cls.with_deriv(p), options, spherical, epilogue, target, arch, directory)
         for p in DERIV_POSITIONS
@@ -172,15 +172,13 @@ def deriv_block_kernels(
     """The block forms (``threads`` per item) of the first-derivative classes of ``cls`` on
     positions A, B and C where the class is Tier 2 and ``deriv_kernels`` gives its
     straight-line form (None where it is Tier 1 or block-only)."""
-    if block_only(cls, _library_options(cls, options), block_min_total):
-        return (None,) * len(DERIV_POSITIONS)
     stores = deriv_kernels(
         cls, options, spherical, target, arch, directory, block_min_total=block_min_total
     )
     options = _library_options(cls, options).replace(item_threads=threads)
     return tuple(
         None
-        if store.tier is not Tier.BUFFERED
+        if store.tier is not Tier.BUFFERED or store.options.item_threads > 1
         else get_kernel(
             cls.with_deriv(p), options, spherical, Epilogue.STORE, target, arch, directory
         )  # fmt: skip

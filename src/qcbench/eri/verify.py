@@ -279,10 +279,9 @@ def verify_engine_deriv(
     to ``lmax`` (and ``max_total``) with shells in ``mol``, each class through the kernels the
     J/K engine runs for it (``fusionrcg.jk.kernels.deriv_options``: the straight-line forms, or
     the block form where ``block_only`` says so; ``block_min_total`` as the engine's); a
-    sampled quartet whose
-    first pair is ordered tighter shell first runs position B's kernel. One row per class
-    (``ClassErrors.row`` with the kernel's threads per item), adjudicated in 40 digits where
-    it misses the tolerance."""
+    sampled quartet whose first pair is ordered tighter shell first runs position B's kernel.
+    One row per class (``ClassErrors.row`` with the kernel's threads per item), adjudicated in
+    40 digits where it misses the tolerance."""
     from fusionrcg.jk.kernels import deriv_options
 
     rng = np.random.default_rng(seed)

@@ -29,8 +29,8 @@ holds the run's commit, device, software and first command):
 
 ``--engine-option NAME=VALUE`` (repeatable) sets a ``fusionrcg.JK`` argument for every engine
 of the run (``scf``, ``energies``, ``memory``, ``host-share``, ``accuracy``, and ours in
-``dft`` and ``gradient``); ``--xc-setting
-NAME=VALUE`` a ``kerneldi.Settings`` field of the ``dft`` runs' KerneLDI NumInt.
+``dft`` and ``gradient``); ``--xc-setting NAME=VALUE`` a ``kerneldi.Settings`` field of the
+``dft`` runs' KerneLDI NumInt.
 """
 
 from __future__ import annotations

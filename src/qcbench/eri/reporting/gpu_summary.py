@@ -21,6 +21,7 @@ from .gpu_results import (
     paired_table,
     tier_choice,
     unverified_classes,
+    verified,
 )
 
 PAPER_PLATFORM = "A100-80GB (sm_80, CUDA 12.4)"
@@ -224,15 +225,14 @@ def deriv_verification_line(rows: pd.DataFrame) -> str:
     kernels): how many, up to which class, how many verified and the worst error."""
     if rows.empty:
         return "First-derivative classes on the GPU: not checked in any verification record."
-    right = rows["engine_right"] if "engine_right" in rows else pd.Series(False, index=rows.index)
-    verified = rows["passed"].astype(bool) | (right == True)  # noqa: E712
+    ok = verified(rows)
     top = max((QuartetClass.parse(c.split()[0]) for c in rows["cls"]), key=lambda c: c.total)
     block = int((rows["item_threads"] > 1).sum()) if "item_threads" in rows else 0
-    verdict = "PASS" if verified.all() else f"FAIL on {', '.join(rows.loc[~verified, 'cls'])}"
+    verdict = "PASS" if ok.all() else f"FAIL on {', '.join(rows.loc[~ok, 'cls'])}"
     return (
         f"First-derivative classes on the GPU (PySCF's int2e_ip1, element by element, through "
         f"the kernels the J/K engine runs, {block} of them in the block form): "
-        f"{int(verified.sum())} of {len(rows)} classes up to {top} verified, worst error "
+        f"{int(ok.sum())} of {len(rows)} classes up to {top} verified, worst error "
         f"{rows['max_normalized_error'].max():.2g} of the tolerance: **{verdict}**."
     )
 
