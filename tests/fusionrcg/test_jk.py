@@ -246,6 +246,14 @@ def test_second_scf_reuses_the_engine(water_dz):
     assert mf.fusion_engine() is engine and abs(mf.e_tot - e) < 1e-9
 
 
+def test_time_builds_books_each_scf_build(water_dz):
+    mf = fusionrcg.apply(scf.RHF(water_dz), backend="cpu", time_builds=True)
+    mf.kernel()
+    builds = mf.fusion_engine().build_seconds
+    # one J/K build per cycle at least (the first Fock matrix's build before the cycles)
+    assert len(builds) >= mf.cycles and all(t > 0.0 for t in builds)
+
+
 def test_bad_input_is_named(engine_dz, water_dz):
     nao = water_dz.nao
     with pytest.raises(JKInputError, match="shape"):

@@ -159,7 +159,9 @@ class JK:
     ``GPU_ROUND_ITEMS`` on the GPU (within the free memory), ``tasks.MAX_CANDIDATES`` on the
     CPU. ``deriv_block_min_total``: the first-derivative classes (gradients) from this total on
     run in Tier 2's block form at any launch size; by default (None) those from total 6 on
-    with an f or g shell (``jk.kernels.block_only``).
+    with an f or g shell (``jk.kernels.block_only``). ``time_builds``: each ``get_jk`` appends
+    its wall seconds, the device synchronized before and after, to ``build_seconds`` (an SCF's
+    J/K share per cycle; one synchronization more per build).
     """
 
     def __init__(
@@ -180,6 +182,7 @@ class JK:
         fused_max_outputs: int = FUSED_JK_MAX_OUTPUTS,
         round_items: int | None = None,
         deriv_block_min_total: int | None = None,
+        time_builds: bool = False,
     ) -> None:
         check_mole(mol)
         if backend not in BACKENDS:
@@ -222,6 +225,8 @@ class JK:
         self.fused_max_outputs = fused_max_outputs
         self.deriv_block_min_total = deriv_block_min_total
         self.last_profile: BuildProfile | None = None
+        self.time_builds = time_builds
+        self.build_seconds: list[float] = []
         self.basis, contraction = engine_basis(mol, decontract)
         self._nao = mol.nao_nr(cart=mol.cart)
         cupy = cupy_or_none()
@@ -415,12 +420,23 @@ class JK:
             raise JKInputError("nothing to build: with_j and with_k are both False")
         if self._long_range is not None and tasks is not None:
             raise JKInputError("task selection is not available for the short-range operator")
+        sync = self._synchronize if self.time_builds else lambda: None
+        sync()
+        start = time.perf_counter()
         with self._memory_errors(dm, "J/K"):
             vj, vk = self._build(dm, hermi, with_j, with_k, tasks)
         if self._long_range is not None:
             lj, lk = self._long_range.get_jk(dm, hermi, with_j, with_k)
             vj, vk = _less(vj, lj), _less(vk, lk)
+        if self.time_builds:
+            sync()
+            self.build_seconds.append(time.perf_counter() - start)
         return vj, vk
+
+    def _synchronize(self) -> None:
+        """Waits for the device's work (nothing to wait for on the CPU)."""
+        if self.arrays.device:
+            self.arrays.xp.cuda.Device().synchronize()
 
     def get_jk_deriv(self, dm, with_j: bool = True, with_k: bool = True):
         """(vj, vk): the nuclear-derivative Coulomb and exchange matrices of ``dm`` as PySCF's
@@ -761,12 +777,11 @@ class JK:
         the device first); a no-op without profiling."""
         if prof is None:
             return lambda phase: None
-        sync = self.arrays.xp.cuda.Device().synchronize if self.arrays.device else lambda: None
-        sync()
+        self._synchronize()
         last = [time.perf_counter()]
 
         def tick(phase: str) -> None:
-            sync()
+            self._synchronize()
             now = time.perf_counter()
             prof.seconds[phase] += now - last[0]
             last[0] = now

@@ -238,11 +238,15 @@ def _scf_system(args, name: str, basis: str, peak: float) -> dict:
     row["baseline"], mid = timed_scf(
         base, args.conv_tol, args.direct_scf_tol, args.max_cycle, keep_cycle=2
     )
+    # time_builds: each J/K build of our SCF timed, for its J/K and non-J/K shares per cycle
     ours = fusionrcg.apply(
-        _make(args.method, mol, gpu=True), "gpu", kernel_dir=args.kernel_dir, **args.engine
-    )
+        _make(args.method, mol, gpu=True), "gpu", kernel_dir=args.kernel_dir,
+        **{**args.engine, "time_builds": True},
+    )  # fmt: skip
     row["ours"], _ = timed_scf(ours, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     engine = ours.fusion_engine()
+    row["ours"]["jk_build_s"] = list(engine.build_seconds)
+    engine.time_builds = False
     row["ours"]["engine_setup_s"] = engine.setup_seconds
     row["engine"] = {"max_work": engine.max_work, "streams": engine.streams.count,
                      "block_items": engine.block_items}  # fmt: skip
