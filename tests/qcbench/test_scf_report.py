@@ -129,3 +129,23 @@ def test_gradient_rows_with_other_engine_settings_are_other_measurements():
     assert row_key(plain) == row_key({**base, "command": "bench gradient --repeats 3"})
     scf = {"kind": "scf", "molecule": "m", "basis": "b", "method": "rhf"}
     assert row_key({**scf, "command": "--engine-option streams=1"}) == row_key(scf)
+
+
+def test_where_time_goes_splits_the_iteration_and_names_slow_classes():
+    """An iteration's J/K share from the builds timed inside our SCF (the median after the
+    first), the rest of it apart; a build slower than GPU4PySCF's get_j + get_k names the s
+    and p classes far below the FP64 peak."""
+    r = _scf_record("gly/gly30", "cc-pvdz", 0.1, 0.5)
+    r["ours"]["jk_build_s"] = [0.9, 0.3, 0.4, 0.5]
+    r["profile"]["classes"].append(
+        {"class": "(2,2|2,2)", "quartets": 5, "items": 5, "flops": 1e9, "integrals_s": 0.01,
+         "kernel2_s": 0.02, "flop_rate": 1e11, "fraction_of_peak": 0.003}
+    )  # fmt: skip
+    host = {"kind": "host_share", "molecule": "gly/gly30", "basis": "cc-pvdz", "nao": 480,
+            "wall_s": 1.0, "host_cpu_s": 0.03, "host_share": 0.03}  # fmt: skip
+    (line,) = report.where_time_goes([r, host])
+    assert "per iteration ours 0.500 s = J/K 0.400 s (80%) + rest of the SCF 0.100 s" in line
+    assert "launches (the host's share of a build) 3.0%" in line
+    # 0.5 s against get_j + get_k 0.2 s: the (ss|ss) class is a quarter of the kernel time
+    assert "25% of the kernel time is in s and p classes below 5%" in line
+    assert "((0,0|0,0): 0 M surviving quartets)" in line

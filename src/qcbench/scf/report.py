@@ -5,6 +5,7 @@ engine's time goes per class, and the checks (energies, J/K agreement, host shar
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -347,35 +348,98 @@ def accuracy_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+LOW_RATE = 0.05
+"""Classes whose integral kernels reach less than this share of the FP64 peak: bound by memory
+traffic and the J/K updates rather than arithmetic."""
+
+
+def _iteration_shares(r: dict) -> str:
+    """An SCF iteration split into J/K and the rest, ours from the builds timed inside our SCF
+    (``jk_build_s``: the median after the first, full build), GPU4PySCF's from its get_j +
+    get_k at the mid-SCF density (its SCF's own builds are not timed apart)."""
+    b, o = r["baseline"], r["ours"]
+    builds = o.get("jk_build_s") or []
+    if len(builds) < 2:
+        return ""
+    jk = statistics.median(builds[1:])
+    mid = r["jk"].get("mid") or r["jk"].get("converged")
+    text = (
+        f"per iteration ours {o['per_iteration_s']:.3f} s = J/K {jk:.3f} s "
+        f"({100 * jk / o['per_iteration_s']:.0f}%) + rest of the SCF "
+        f"{o['per_iteration_s'] - jk:.3f} s"
+    )
+    if mid is not None:
+        base_jk = mid["baseline_get_j_get_k_s"]
+        text += (
+            f"; GPU4PySCF {b['per_iteration_s']:.3f} s, its get_j + get_k at the mid-SCF "
+            f"density {base_jk:.3f} s"
+        )
+    return text + "; "
+
+
+def _shells(name: str) -> list[int]:
+    """A class's angular momenta: ``"(2,1|1,0)"`` -> [2, 1, 1, 0]."""
+    return [int(x) for x in name.strip("()").replace("|", ",").split(",")]
+
+
+def _why_slower(build: dict, classes: list[dict]) -> str:
+    """Where our build is slower than GPU4PySCF's get_j + get_k: the share of the kernel time
+    in the s and p classes that run far below the FP64 peak, and the quartets that feed them."""
+    if build["ours_s"] <= build["baseline_get_j_get_k_s"]:
+        return ""
+    total = sum(c["integrals_s"] + c["kernel2_s"] for c in classes) or 1.0
+    low = [c for c in classes if c["fraction_of_peak"] < LOW_RATE and max(_shells(c["class"])) <= 1]
+    low_s = sum(c["integrals_s"] + c["kernel2_s"] for c in low)
+    quartets = sum(c["quartets"] for c in low)
+    return (
+        f"; slower than GPU4PySCF's get_j + get_k here: {100 * low_s / total:.0f}% of the "
+        f"kernel time is in s and p classes below {100 * LOW_RATE:.0f}% of the FP64 peak "
+        f"({', '.join(c['class'] for c in low)}: {quartets / 1e6:.0f} M surviving quartets), "
+        f"whose few FLOPs per quartet leave them bound by reading pair data and adding into "
+        f"J and K"
+    )
+
+
 def where_time_goes(records: list[dict]) -> list[str]:
-    """Per SCF system: our build against GPU4PySCF's (its single get_jk and the get_j + get_k
-    its SCF makes), the phases of a profiled build and how far the integral kernels are from
-    the FP64 peak: where the engine is slower, what it spends the time on."""
+    """Per SCF system: an iteration's J/K and rest-of-SCF shares, our build against
+    GPU4PySCF's (its single get_jk and the get_j + get_k its SCF makes), the phases of a
+    profiled build (screening and list building are one device pass; launches are the host's
+    share of a build where measured) and how far the integral kernels are from the FP64 peak:
+    where the engine is slower, what it spends the time on."""
+    hosts = {(r["molecule"], r["basis"]): r for r in records if r["kind"] == "host_share"}
     lines = []
     for r in sorted((r for r in records if r["kind"] == "scf"), key=lambda r: r["nao"]):
         build = r["jk"].get("converged") or next(iter(r["jk"].values()))
         head = (
-            f"- {r['molecule']} {r['basis']} ({r['nao']} AOs): one build {build['ours_s']:.3f} s "
-            f"against GPU4PySCF's get_jk {build['baseline_get_jk_s']:.3f} s and its SCF's "
-            f"get_j + get_k {build['baseline_get_j_get_k_s']:.3f} s; "
+            f"- {r['molecule']} {r['basis']} ({r['nao']} AOs): {_iteration_shares(r)}"
+            f"one build {build['ours_s']:.3f} s against GPU4PySCF's get_jk "
+            f"{build['baseline_get_jk_s']:.3f} s and its SCF's get_j + get_k "
+            f"{build['baseline_get_j_get_k_s']:.3f} s; "
         )
         if "profile" not in r:  # a run whose profiles did not come back
             lines.append(head + "no profiled build in its record")
             continue
         phases = r["profile"]["phases_s"]
         total = sum(phases.values()) or 1.0
-        top = sorted(r["profile"]["classes"], key=lambda c: -c["integrals_s"])[:5]
+        classes = r["profile"]["classes"]
+        top = sorted(classes, key=lambda c: -c["integrals_s"])[:5]
         slowest = "; ".join(
             f"{c['class']} {c['integrals_s']:.3f} s for {c['quartets']} quartets "
             f"({100 * c['fraction_of_peak']:.1f}% of the FP64 peak)"
             for c in top
         )
+        host = hosts.get((r["molecule"], r["basis"]))
+        launches = (
+            f", launches (the host's share of a build) {100 * host['host_share']:.1f}%"
+            if host
+            else ""
+        )
         lines.append(
             head + f"a profiled build spends "
             f"{100 * phases.get('integrals', 0) / total:.0f}% in the integral kernels, "
-            f"{100 * phases.get('screening', 0) / total:.0f}% screening and "
-            f"{100 * phases.get('kernel 2', 0) / total:.0f}% in Kernel 2; the slowest classes: "
-            f"{slowest}"
+            f"{100 * phases.get('screening', 0) / total:.0f}% screening and building the "
+            f"item lists, {100 * phases.get('kernel 2', 0) / total:.0f}% in Kernel 2"
+            f"{launches}; the slowest classes: {slowest}{_why_slower(build, classes)}"
         )
     return lines
 
