@@ -87,7 +87,10 @@ def test_report_tables_figures_and_goals(tmp_path):
     # Fig. 5: 90 s against 40 s with both engines, energies within 1e-7 Eh
     assert "both 2.25x, XC only 1.50x (goal 2.0x: MET); energies within 1e-07 Eh: yes" in summary
     # the gradient: 12 s against 8 s, its J/K part 10 s against 4 s
-    assert "rhf water_clusters/007 cc-pvtz (2726 AOs): 1.50x (J/K part 2.50x)" in summary
+    assert (
+        "rhf water_clusters/007 cc-pvtz (2726 AOs, Test GPU, engine defaults): 1.50x (J/K"
+        in summary
+    )
 
 
 def test_report_without_gpu_records(tmp_path):
@@ -132,11 +135,13 @@ def test_gradient_rows_with_other_engine_settings_are_other_measurements():
 
 
 def test_where_time_goes_splits_the_iteration_and_names_slow_classes():
-    """An iteration's J/K share from the builds timed inside our SCF (the median after the
-    first), the rest of it apart; a build slower than GPU4PySCF's get_j + get_k names the s
-    and p classes far below the FP64 peak."""
+    """An iteration's rest of the SCF from the builds timed inside our SCF (each cycle's time
+    less its build, the median after the first cycle), J/K the remainder; a build slower than
+    GPU4PySCF's get_j + get_k names the s and p classes far below the FP64 peak."""
     r = _scf_record("gly/gly30", "cc-pvdz", 0.1, 0.5)
-    r["ours"]["jk_build_s"] = [0.9, 0.3, 0.4, 0.5]
+    # the first Fock matrix's build, then one per cycle: cycle k holds build k + 1
+    r["ours"]["cycle_s"] = [2.0, 0.52, 0.5, 0.49]
+    r["ours"]["jk_build_s"] = [0.9, 0.3, 0.42, 0.4, 0.39]
     r["profile"]["classes"].append(
         {"class": "(2,2|2,2)", "quartets": 5, "items": 5, "flops": 1e9, "integrals_s": 0.01,
          "kernel2_s": 0.02, "flop_rate": 1e11, "fraction_of_peak": 0.003}
@@ -145,6 +150,8 @@ def test_where_time_goes_splits_the_iteration_and_names_slow_classes():
             "wall_s": 1.0, "host_cpu_s": 0.03, "host_share": 0.03}  # fmt: skip
     (line,) = report.where_time_goes([r, host])
     assert "per iteration ours 0.500 s = J/K 0.400 s (80%) + rest of the SCF 0.100 s" in line
+    r["ours"]["jk_build_s"] = r["ours"]["jk_build_s"][1:]  # not one build per cycle: no split
+    assert "per iteration" not in report.where_time_goes([r])[0]
     assert "launches (the host's share of a build) 3.0%" in line
     # 0.5 s against get_j + get_k 0.2 s: the (ss|ss) class is a quarter of the kernel time
     assert "25% of the kernel time is in s and p classes below 5%" in line
