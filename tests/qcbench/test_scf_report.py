@@ -156,3 +156,13 @@ def test_where_time_goes_splits_the_iteration_and_names_slow_classes():
     # 0.5 s against get_j + get_k 0.2 s: the (ss|ss) class is a quarter of the kernel time
     assert "25% of the kernel time is in s and p classes below 5%" in line
     assert "((0,0|0,0): 0 M surviving quartets)" in line
+
+
+def test_host_share_line_keeps_the_calling_thread_apart():
+    row = {"kind": "host_share", "molecule": "water_clusters/006", "basis": "cc-pvdz",
+           "nao": 768, "wall_s": 0.2, "host_cpu_s": 0.01, "host_share": 0.05,
+           "calling_thread_cpu_s": 0.004}  # fmt: skip
+    (line,) = report.checks([row])
+    assert "5.0% (0.010 s of 0.200 s; the calling thread 0.004 s)" in line
+    del row["calling_thread_cpu_s"]  # a record from before the field
+    assert "5.0% (0.010 s of 0.200 s)" in report.checks([row])[0]

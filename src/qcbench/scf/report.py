@@ -459,7 +459,13 @@ def checks(records: list[dict]) -> list[str]:
         elif r["kind"] == "host_share":
             lines.append(
                 f"- host share of a J/K build, {r['molecule']} {r['basis']} ({r['nao']} AOs): "
-                f"{100 * r['host_share']:.1f}% ({r['host_cpu_s']:.3f} s of {r['wall_s']:.3f} s)"
+                f"{100 * r['host_share']:.1f}% ({r['host_cpu_s']:.3f} s of {r['wall_s']:.3f} s"
+                + (
+                    f"; the calling thread {r['calling_thread_cpu_s']:.3f} s"
+                    if "calling_thread_cpu_s" in r
+                    else ""
+                )
+                + ")"
             )
         elif r["kind"] == "memory":
             lines.append(
