@@ -420,16 +420,17 @@ class JK:
             raise JKInputError("nothing to build: with_j and with_k are both False")
         if self._long_range is not None and tasks is not None:
             raise JKInputError("task selection is not available for the short-range operator")
-        sync = self._synchronize if self.time_builds else lambda: None
-        sync()
+        timed = self.time_builds
+        if timed:
+            self._synchronize()
         start = time.perf_counter()
         with self._memory_errors(dm, "J/K"):
             vj, vk = self._build(dm, hermi, with_j, with_k, tasks)
         if self._long_range is not None:
             lj, lk = self._long_range.get_jk(dm, hermi, with_j, with_k)
             vj, vk = _less(vj, lj), _less(vk, lk)
-        if self.time_builds:
-            sync()
+        if timed:
+            self._synchronize()
             self.build_seconds.append(time.perf_counter() - start)
         return vj, vk
 

@@ -14,6 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from fusionrcg.angmom import QuartetClass  # noqa: E402
+
 from ..tables import to_markdown, write_table  # noqa: E402
 from .records import engine_settings, read_jsonl, read_rows  # noqa: E402
 
@@ -378,18 +380,17 @@ def _iteration_shares(r: dict) -> str:
     return text + "; "
 
 
-def _shells(name: str) -> list[int]:
-    """A class's angular momenta: ``"(2,1|1,0)"`` -> [2, 1, 1, 0]."""
-    return [int(x) for x in name.strip("()").replace("|", ",").split(",")]
-
-
 def _why_slower(build: dict, classes: list[dict]) -> str:
     """Where our build is slower than GPU4PySCF's get_j + get_k: the share of the kernel time
     in the s and p classes that run far below the FP64 peak, and the quartets that feed them."""
     if build["ours_s"] <= build["baseline_get_j_get_k_s"]:
         return ""
     total = sum(c["integrals_s"] + c["kernel2_s"] for c in classes) or 1.0
-    low = [c for c in classes if c["fraction_of_peak"] < LOW_RATE and max(_shells(c["class"])) <= 1]
+    low = [
+        c
+        for c in classes
+        if c["fraction_of_peak"] < LOW_RATE and max(QuartetClass.parse(c["class"]).ls) <= 1
+    ]
     low_s = sum(c["integrals_s"] + c["kernel2_s"] for c in low)
     quartets = sum(c["quartets"] for c in low)
     return (
