@@ -245,6 +245,7 @@ class JK:
             self.block_items = GPU_BLOCK_ITEMS if block_items is None else block_items
             self.streams = ClassStreams(cupy, streams)
             self._workspace = cupy.cuda.MemoryPool()
+            self.executor.reclaimers.append(self._workspace.free_all_blocks)
             free = cupy.cuda.Device().mem_info[0]
             # each stream holds one class's buffers at a time
             self._buffer_budget = int(min(BUFFER_BUDGET_BYTES, free // self.streams.count // 8))

@@ -201,6 +201,25 @@ extern "C" __global__ void frcg_jk_quartet(
 
 _NULL = np.uint64(0)  # a null pointer argument
 
+CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+def launch_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is the driver refusing a launch for memory: a kernel's local memory (its
+    stack, which the driver reserves for every thread the device can hold at once) larger than
+    what the device has free, where no allocation of the caller's failed."""
+    return (
+        type(exc).__name__ == "CUDADriverError"
+        and getattr(exc, "status", None) == CUDA_ERROR_OUT_OF_MEMORY
+    )
+
+
+def local_memory_bytes(fn, device) -> int:
+    """The local memory the driver reserves to launch ``fn`` (a CuPy ``Function``) on
+    ``device``: its bytes per thread for every thread the device holds at once."""
+    per_sm = device.attributes["MaxThreadsPerMultiProcessor"]
+    return int(fn.local_size_bytes) * per_sm * device.attributes["MultiProcessorCount"]
+
 
 def _densities(dm, vj, vk) -> tuple:
     """The kernels' last arguments: densities, J, K (null where not wanted) and their count."""
@@ -354,6 +373,9 @@ class GpuExecutor:
         self._bases: dict[int, DeviceBasis] = {}
         self._programs: dict[tuple, tuple] = {}
         self._qpair: dict[int, object] = {}  # per stream (``_item_pairs``)
+        # frees what the caller keeps cached on the device (its unused pool blocks): called
+        # when the driver refuses a launch for memory, before the one retry (``_launch``)
+        self.reclaimers: list[Callable[[], None]] = []
 
     def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
         key = id(basis)
@@ -469,8 +491,39 @@ class GpuExecutor:
         )  # fmt: skip
         if kernel.epilogue is Epilogue.GRAD:
             args += gradient.arguments(lambda a: a)
-        fn((grid,), (threads,), args, shared_mem=smem)
+        self._launch(kernel, fn, grid, threads, args, smem)
         return out if store else None
+
+    def _launch(self, kernel: LibraryKernel, fn, grid: int, threads: int, args, smem: int):
+        """Launches ``fn``; where the driver refuses for memory (the kernel's local memory,
+        reserved at its first launch, does not fit beside what the device holds), frees the
+        cached blocks of CuPy's pool and of ``reclaimers`` and tries once more, then raises a
+        ``DeviceError`` with the sizes."""
+        try:
+            fn((grid,), (threads,), args, shared_mem=smem)
+            return
+        except Exception as exc:
+            if not launch_out_of_memory(exc):
+                raise
+        self.cp.cuda.Device().synchronize()  # the blocks' last readers on every stream
+        for reclaim in self.reclaimers:
+            reclaim()
+        self.cp.get_default_memory_pool().free_all_blocks()
+        try:
+            fn((grid,), (threads,), args, shared_mem=smem)
+        except Exception as exc:
+            if not launch_out_of_memory(exc):
+                raise
+            device = self.cp.cuda.Device()
+            need = local_memory_bytes(fn, device)
+            free = device.mem_info[0]
+            raise DeviceError(
+                f"the GPU refused to launch {kernel.name} for memory: it reserves "
+                f"{fn.local_size_bytes} bytes of local memory per thread, {need / 2**30:.1f} "
+                f"GiB over the device's resident threads, and {free / 2**30:.1f} GiB are free "
+                "after the cached blocks were given back. Free device memory held elsewhere "
+                "in the process, or run the molecule on a GPU with more memory"
+            ) from exc
 
     def contract_items(
         self, kernel: LibraryKernel, batch: ItemBatch, ints, basis: DeviceBasis, dm, vj, vk,

@@ -335,6 +335,11 @@ DFT_WAYS = ("gpu4pyscf", "xc only", "both")
 both engines."""
 
 
+def _progress(what: str, seconds: float) -> None:
+    """One line on standard error as each step of a long run ends."""
+    print(f"  {what}: {seconds:.1f} s", file=sys.stderr, flush=True)
+
+
 def _dft_run(args, mol, way: str) -> dict:
     import kerneldi
     import qcscf
@@ -346,6 +351,7 @@ def _dft_run(args, mol, way: str) -> dict:
     elif way == "both":
         mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine, **args.xc_settings)
     result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
+    _progress(f"{way}: SCF of {result['cycles']} cycles", result["total_s"])
     # one XC call (energy and potential) at the converged density, beside the layout it reuses
     dm = mf.make_rdm1()
     result["xc_call_s"] = median_seconds(
@@ -384,10 +390,12 @@ def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
     if how == "ours":
         mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine)
     scf_result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
+    _progress(f"{how}: SCF of {scf_result['cycles']} cycles", scf_result["total_s"])
     grad = mf.nuc_grad_method()
     grad.verbose = 0
     found = {}
     seconds = median_seconds(lambda: found.update(de=grad.kernel()), args.repeats)
+    _progress(f"{how}: gradient (median)", seconds)
     dm = mf.make_rdm1()
     jk_seconds = median_seconds(lambda: grad.jk_energy_per_atom(dm), args.repeats)
     result = {"e_tot": scf_result["e_tot"], "converged": scf_result["converged"],
