@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -292,10 +292,10 @@ class JK:
         # the many short items of the low classes instead of ending the build
         self.classes.sort(key=lambda c: -_longest_item_flops(*c))
         if self.arrays.device:  # the shared arrays are complete before any stream reads them
-            for kernels, _ in self.classes:
-                for kernel in (kernels.store, kernels.fused, kernels.block):
-                    if kernel is not None:
-                        self.executor.load(kernel)
+            self._load(
+                k for kernels, _ in self.classes
+                for k in (kernels.store, kernels.fused, kernels.block) if k is not None
+            )  # fmt: skip
             cupy.cuda.Device().synchronize()
         self.setup_seconds = time.perf_counter() - start
 
@@ -525,6 +525,16 @@ class JK:
                 self.arrays, grad, position, part.quartets, weights, self._seg_atom, target.out
             )
 
+    def _load(self, kernels: Iterable[LibraryKernel]) -> None:
+        """Loads ``kernels`` for launches from any stream and, on the GPU, gives every thread
+        the largest local memory among them now, not at a launch in the middle of a build
+        (``GpuExecutor.reserve_local_memory``)."""
+        kernels = list(kernels)
+        for kernel in kernels:
+            self.executor.load(kernel)
+        if self.arrays.device:
+            self.executor.reserve_local_memory(kernels)
+
     @property
     def workspace_bytes(self) -> int:
         """Device memory the engine keeps between builds (0 on the CPU backend): what its
@@ -689,12 +699,14 @@ class JK:
         """(class kernels, parts) of every class: its screened items in parts whose buffers
         fit the budget, screened as they are drawn, each with the derivative kernels on A, B
         and C that run it (``_deriv_forms``)."""
+        forms = []
         for kernels, class_blocks in self.classes:
             deriv = self.deriv_kernels(kernels.cls, epilogue)
             if self.block_items:  # parts fit the buffers of either form
                 deriv += self._deriv_forms(kernels.cls, epilogue, 0)
-            for kernel in deriv:
-                self.executor.load(kernel)
+            forms.append((kernels, class_blocks, deriv))
+        self._load(k for *_, deriv in forms for k in deriv)
+        for kernels, class_blocks, deriv in forms:
             # three derivative outputs, their scaled copies, the fourth centre's and weights
             per_item = 8 * (8 * deriv[0].n_outputs + max(k.global_slots for k in deriv))
             parts = (

@@ -201,24 +201,26 @@ extern "C" __global__ void frcg_jk_quartet(
 
 _NULL = np.uint64(0)  # a null pointer argument
 
-CUDA_ERROR_OUT_OF_MEMORY = 2
+CUDA_ERROR_OUT_OF_MEMORY = 2  # the driver's CUDA_ERROR_OUT_OF_MEMORY, the runtime's
+# cudaErrorMemoryAllocation
+CUDA_LIMIT_STACK_SIZE = 0  # cudaLimitStackSize: the local memory each thread is given
 
 
 def launch_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is the driver refusing a launch for memory: a kernel's local memory (its
-    stack, which the driver reserves for every thread the device can hold at once) larger than
-    what the device has free, where no allocation of the caller's failed."""
+    """Whether ``exc`` is CUDA refusing a launch or a stack limit for memory: a kernel's local
+    memory (its stack, which the driver reserves for every thread the device can hold at once)
+    larger than what the device has free, where no allocation of the caller's failed."""
     return (
-        type(exc).__name__ == "CUDADriverError"
+        type(exc).__name__ in ("CUDADriverError", "CUDARuntimeError")
         and getattr(exc, "status", None) == CUDA_ERROR_OUT_OF_MEMORY
     )
 
 
-def local_memory_bytes(fn, device) -> int:
-    """The local memory the driver reserves to launch ``fn`` (a CuPy ``Function``) on
-    ``device``: its bytes per thread for every thread the device holds at once."""
+def local_memory_bytes(per_thread: int, device) -> int:
+    """The local memory the driver reserves on ``device`` for ``per_thread`` bytes per thread:
+    as much for every thread the device holds at once."""
     per_sm = device.attributes["MaxThreadsPerMultiProcessor"]
-    return int(fn.local_size_bytes) * per_sm * device.attributes["MultiProcessorCount"]
+    return int(per_thread) * per_sm * device.attributes["MultiProcessorCount"]
 
 
 def _densities(dm, vj, vk) -> tuple:
@@ -494,13 +496,36 @@ class GpuExecutor:
         self._launch(kernel, fn, grid, threads, args, smem)
         return out if store else None
 
+    def reserve_local_memory(self, kernels) -> None:
+        """Gives every thread the largest local memory of ``kernels`` now (the context's stack
+        limit, which the driver reserves for all the threads the device holds at once and
+        keeps): otherwise the first launch that needs more grows it, in the middle of a build
+        whose buffers, or another engine's, may have taken the room. Loads the kernels."""
+        need = max((_function(k.binary, k.name).local_size_bytes for k in kernels), default=0)
+        runtime = self.cp.cuda.runtime
+        if need <= runtime.deviceGetLimit(CUDA_LIMIT_STACK_SIZE):
+            return
+        name = next(k.name for k in kernels
+                    if _function(k.binary, k.name).local_size_bytes == need)  # fmt: skip
+        self._retried(
+            name, lambda: need, lambda: runtime.deviceSetLimit(CUDA_LIMIT_STACK_SIZE, int(need))
+        )
+
     def _launch(self, kernel: LibraryKernel, fn, grid: int, threads: int, args, smem: int):
-        """Launches ``fn``; where the driver refuses for memory (the kernel's local memory,
-        reserved at its first launch, does not fit beside what the device holds), frees the
+        """Launches ``fn``; a launch refused for memory is retried (``_retried``)."""
+        self._retried(
+            kernel.name,
+            lambda: fn.local_size_bytes,
+            lambda: fn((grid,), (threads,), args, shared_mem=smem),
+        )
+
+    def _retried(self, name: str, local_bytes: Callable[[], int], call: Callable[[], None]) -> None:
+        """Runs ``call``; where CUDA refuses it for memory (the local memory of kernel ``name``,
+        ``local_bytes()`` per thread, does not fit beside what the device holds), frees the
         cached blocks of CuPy's pool and of ``reclaimers`` and tries once more, then raises a
         ``DeviceError`` with the sizes."""
         try:
-            fn((grid,), (threads,), args, shared_mem=smem)
+            call()
             return
         except Exception as exc:
             if not launch_out_of_memory(exc):
@@ -510,19 +535,19 @@ class GpuExecutor:
             reclaim()
         self.cp.get_default_memory_pool().free_all_blocks()
         try:
-            fn((grid,), (threads,), args, shared_mem=smem)
+            call()
         except Exception as exc:
             if not launch_out_of_memory(exc):
                 raise
-            device = self.cp.cuda.Device()
-            need = local_memory_bytes(fn, device)
+            device, per_thread = self.cp.cuda.Device(), local_bytes()
+            need = local_memory_bytes(per_thread, device)
             free = device.mem_info[0]
             raise DeviceError(
-                f"the GPU refused to launch {kernel.name} for memory: it reserves "
-                f"{fn.local_size_bytes} bytes of local memory per thread, {need / 2**30:.1f} "
-                f"GiB over the device's resident threads, and {free / 2**30:.1f} GiB are free "
-                "after the cached blocks were given back. Free device memory held elsewhere "
-                "in the process, or run the molecule on a GPU with more memory"
+                f"the GPU has no room for the local memory of {name}: {per_thread} bytes per "
+                f"thread, {need / 2**30:.1f} GiB over the device's resident threads, with "
+                f"{free / 2**30:.1f} GiB free after the cached blocks were given back. Free "
+                "device memory held elsewhere in the process, or run the molecule on a GPU "
+                "with more memory"
             ) from exc
 
     def contract_items(
