@@ -41,3 +41,17 @@ def test_accuracy_runs_with_engine_options(tmp_path):
     assert [row["method"] for row in rows] == ["rhf", "uhf"]
     for row in rows:  # tolerances as the accuracy acceptance (tight screening, 1e-10)
         assert row["max_dj"] <= 1e-10 and row["max_dk"] <= 1e-10
+
+
+def _squares(n: int) -> int:
+    return sum(i * i for i in range(n))
+
+
+def test_host_profile_gives_calls_and_seconds_per_build():
+    rows = bench.host_profile(lambda: [_squares(200) for _ in range(3)], repeats=4)
+    (row,) = [r for r in rows if r["function"].endswith("(_squares)")]
+    # named from the package folder on (under an entry of sys.path): no machine path
+    assert not row["function"].startswith("/") and "test_scf_bench_cli.py:" in row["function"]
+    assert row["calls"] == 3.0  # three calls in each of the four builds
+    assert 0 < row["own_s"] <= row["cumulative_s"]
+    assert len(rows) <= bench.HOST_PROFILE_ROWS

@@ -166,3 +166,19 @@ def test_host_share_line_keeps_the_calling_thread_apart():
     assert "5.0% (0.010 s of 0.200 s; the calling thread 0.004 s)" in line
     del row["calling_thread_cpu_s"]  # a record from before the field
     assert "5.0% (0.010 s of 0.200 s)" in report.checks([row])[0]
+
+
+def test_host_share_line_names_the_profiled_functions():
+    row = {"kind": "host_share", "molecule": "water_clusters/006", "basis": "cc-pvdz",
+           "nao": 768, "wall_s": 0.2, "host_cpu_s": 0.01, "host_share": 0.05,
+           "host_profile": [
+               {"function": "cupy/_core/core.pyx:10(empty)", "calls": 42.0, "own_s": 0.0012,
+                "cumulative_s": 0.002},
+               {"function": "fusionrcg/jk/streams.py:88(_pick)", "calls": 21.0,
+                "own_s": 0.0004, "cumulative_s": 0.0009},
+           ]}  # fmt: skip
+    (line,) = report.checks([row])
+    assert line.endswith(
+        "most own host time per build (profiled, so slower): cupy/_core/core.pyx:10(empty) "
+        "1.20 ms in 42 calls, fusionrcg/jk/streams.py:88(_pick) 0.40 ms in 21 calls"
+    )

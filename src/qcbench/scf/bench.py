@@ -507,11 +507,45 @@ def run_host_share(args, out) -> None:
             cpus.append(time.process_time() - c)
             mains.append(time.thread_time() - m)
         wall, cpu = statistics.median(walls), statistics.median(cpus)
+        profile = host_profile(lambda e=engine, d=dm: (e.get_jk(d), _sync()), args.repeats)
         # the calling thread's share apart: the engine's own host work (Python, launches)
         # against the process's other threads (the CUDA driver's, BLAS pools)
         out({"kind": "host_share", "molecule": name, "basis": basis, "nao": mol.nao,
              "wall_s": wall, "host_cpu_s": cpu, "host_share": cpu / wall,
-             "calling_thread_cpu_s": statistics.median(mains)})  # fmt: skip
+             "calling_thread_cpu_s": statistics.median(mains),
+             "host_profile": profile})  # fmt: skip
+
+
+HOST_PROFILE_ROWS = 25
+
+
+def host_profile(build, repeats: int) -> list[dict]:
+    """Where the host's time in ``build()`` (one build, the device synchronized) goes:
+    Python's profiler over ``repeats`` builds (after the timed ones: it slows the host down),
+    the functions of most own time, each with its calls and seconds per build (own, and with
+    what it calls), named from the package folder on (``cupy/...``, ``fusionrcg/...``)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(repeats):
+        build()
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    rows = sorted(stats.items(), key=lambda item: -item[1][2])[:HOST_PROFILE_ROWS]
+    return [
+        {"function": f"{_package_path(path)}:{line}({name})", "calls": calls / repeats,
+         "own_s": own / repeats, "cumulative_s": cumulative / repeats}
+        for (path, line, name), (_, calls, own, cumulative, _) in rows
+    ]  # fmt: skip
+
+
+def _package_path(path: str) -> str:
+    """``path`` from its package folder on (``cupy/...``, ``fusionrcg/...``): less the
+    longest entry of ``sys.path`` it lies under; built-ins keep their names."""
+    roots = [r for r in sys.path if r and path.startswith(r.rstrip("/") + "/")]
+    return path[len(max(roots, key=len).rstrip("/")) + 1 :] if roots else path
 
 
 def _mid_scf_densities(mol) -> dict:

@@ -446,6 +446,20 @@ def where_time_goes(records: list[dict]) -> list[str]:
     return lines
 
 
+HOST_PROFILE_SHOWN = 6
+
+
+def _host_profile(rows: list[dict] | None) -> str:
+    """The functions of most own host time per build (``bench.host_profile``), if profiled."""
+    if not rows:
+        return ""
+    shown = ", ".join(
+        f"{row['function']} {1e3 * row['own_s']:.2f} ms in {row['calls']:.0f} calls"
+        for row in rows[:HOST_PROFILE_SHOWN]
+    )
+    return f"; most own host time per build (profiled, so slower): {shown}"
+
+
 def checks(records: list[dict]) -> list[str]:
     lines = []
     for r in records:
@@ -467,6 +481,7 @@ def checks(records: list[dict]) -> list[str]:
                     else ""
                 )
                 + ")"
+                + _host_profile(r.get("host_profile"))
             )
         elif r["kind"] == "memory":
             lines.append(
