@@ -284,6 +284,26 @@ def test_the_engines_route_matches_int2e_ip1(get_molecule):
 
 
 @needs_cxx
+def test_relative_errors_above_the_tolerance_are_adjudicated(get_molecule):
+    """Where a class's relative error against PySCF exceeds ``tol.rel`` (here a bound far
+    below double rounding, so that some do), its largest one is settled in 40 digits: the
+    engine's and PySCF's relative errors against the exact value, both at rounding level."""
+    from qcbench.eri.verify import Tolerance, verify_engine_deriv
+
+    mol = get_molecule("water_clusters/002", "cc-pvdz")
+    tol = Tolerance(abs=1e-11, rel=1e-15, rel_floor=1e-8)
+    rows = verify_engine_deriv(mol, 1, "cpu", tol=tol, max_total=2)
+    missed = [r for r in rows if r["max_rel_error"] > tol.rel]
+    assert missed, "no class above 1e-15 relative: the check would test nothing"
+    for row in rows:
+        assert ("relative_exact" in row) == (row["max_rel_error"] > tol.rel)
+    for row in missed:
+        assert abs(row["relative_exact"]) > tol.rel_floor
+        assert row["relative_engine_error"] < 1e-12 and row["relative_pyscf_error"] < 1e-12
+        assert row["relative_quartet"] and len(row["relative_element"].split()) == 5
+
+
+@needs_cxx
 def test_cpu_every_derivative_class_up_to_total_8_in_the_block_form(get_molecule):
     """Every canonical class up to total 8, f and g shells included, through the block form
     of the C++ backend (what the J/K engine runs for the f and g classes), against PySCF's

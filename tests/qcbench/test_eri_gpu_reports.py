@@ -411,3 +411,31 @@ def test_derivative_verification_line():
     assert "2 of 3 classes up to (4,4|4,4) verified" in line
     assert "2 of them in the block form" in line and "FAIL on (2,2|2,2) nabla_A" in line
     assert "**PASS**" in deriv_verification_line(rows.iloc[:2])
+
+
+def test_derivative_verification_line_adjudicates_relative_errors():
+    from qcbench.eri.reporting.gpu_summary import deriv_verification_line
+
+    rows = pd.DataFrame(
+        {
+            "cls": ["(1,0|0,0) nabla_A", "(3,3|3,3) nabla_A"],
+            "passed": [True, True],
+            "max_normalized_error": [0.1, 0.001],
+            "max_abs_error": [1e-15, 8e-15],
+            "max_rel_error": [1e-13, 7.6e-9],
+        }
+    )
+    line = deriv_verification_line(rows)
+    assert "Largest absolute error 8e-15, largest relative error 7.6e-09" in line
+    assert "1 classes are above 1e-09 relative against PySCF, not adjudicated" in line
+    rows["relative_exact"] = [None, -1.17e-8]
+    rows["relative_engine_error"] = [None, 1.1e-10]
+    rows["relative_pyscf_error"] = [None, 1.3e-9]
+    line = deriv_verification_line(rows)
+    assert line.endswith(
+        "Of the 1 classes above 1e-09 relative against PySCF, the 40-digit value of each "
+        "one's element puts the engine at 1.1e-10 relative at most and PySCF at 1.3e-09 to "
+        "1.3e-09."
+    )
+    rows["relative_engine_error"] = [None, 2e-9]
+    assert deriv_verification_line(rows).endswith("the engine is above 1e-09 on (3,3|3,3) nabla_A.")

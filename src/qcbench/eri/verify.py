@@ -54,6 +54,9 @@ class ClassErrors:
     max_contractions: int
     worst_quartet: tuple[int, int, int, int]
     worst_element: tuple[int, ...]  # a derivative class's leads with the component
+    # where the relative error (|ref| > rel_floor) is largest; None where no element is above
+    relative_quartet: tuple[int, int, int, int] | None = None
+    relative_element: tuple[int, ...] | None = None
 
     @property
     def passed(self) -> bool:
@@ -63,6 +66,9 @@ class ClassErrors:
         out = asdict(self)
         out["worst_quartet"] = " ".join(map(str, self.worst_quartet))
         out["worst_element"] = " ".join(map(str, self.worst_element))
+        for key in ("relative_quartet", "relative_element"):
+            value = getattr(self, key)
+            out[key] = None if value is None else " ".join(map(str, value))
         out["passed"] = self.passed
         return out
 
@@ -140,6 +146,7 @@ def verify_class(
     mine = engine_values(mol, quartets, cls.deriv, backend, variant)
     max_abs = max_err = max_rel = 0.0
     worst = (-1.0, quartets[0], (0, 0, 0, 0))
+    relative = (-1.0, None, None)
     n_values = 0
     for idx, value in zip(quartets, mine):
         ref = reference_eri(mol, idx, cls.deriv)
@@ -151,7 +158,11 @@ def verify_class(
         max_abs = max(max_abs, float(np.abs(ref).max()))
         max_err = max(max_err, float(err.max()))
         if big.any():
-            max_rel = max(max_rel, float((err[big] / np.abs(ref[big])).max()))
+            rel = np.where(big, err / np.where(big, np.abs(ref), 1.0), -1.0)
+            at = np.unravel_index(int(rel.argmax()), rel.shape)
+            max_rel = max(max_rel, float(rel[at]))
+            if rel[at] > relative[0]:
+                relative = (float(rel[at]), tuple(idx), tuple(int(i) for i in at))
         at = np.unravel_index(int(norm.argmax()), norm.shape)
         if norm[at] > worst[0]:
             worst = (float(norm[at]), tuple(idx), tuple(int(i) for i in at))
@@ -168,6 +179,8 @@ def verify_class(
         max_contractions=max(mol.bas_nctr(s) for q in quartets for s in q),
         worst_quartet=worst[1],
         worst_element=worst[2],
+        relative_quartet=relative[1],
+        relative_element=relative[2],
     )
 
 
@@ -281,7 +294,9 @@ def verify_engine_deriv(
     the block form where ``block_only`` says so; ``block_min_total`` as the engine's); a
     sampled quartet whose first pair is ordered tighter shell first runs position B's kernel.
     One row per class (``ClassErrors.row`` with the kernel's threads per item), adjudicated in
-    40 digits where it misses the tolerance."""
+    40 digits where it misses the tolerance; where the relative error against PySCF exceeds
+    ``tol.rel`` (an element above ``tol.rel_floor``, within the absolute bound), that element
+    too, with both codes' relative errors against the exact value (``relative_*``)."""
     from fusionrcg.jk.kernels import deriv_options
 
     rng = np.random.default_rng(seed)
@@ -298,5 +313,11 @@ def verify_engine_deriv(
                            backend, 0)  # fmt: skip
             row |= {"exact": a.exact, "engine_error": a.engine_error,
                     "pyscf_error": a.pyscf_error, "engine_right": a.engine_right}  # fmt: skip
+        if errors.max_rel_error > tol.rel:
+            a = adjudicate(mol, errors.relative_quartet, errors.relative_element, options, tol,
+                           backend, 0)  # fmt: skip
+            row |= {"relative_exact": a.exact,
+                    "relative_engine_error": abs(a.engine_error) / abs(a.exact),
+                    "relative_pyscf_error": abs(a.pyscf_error) / abs(a.exact)}  # fmt: skip
         rows.append(row)
     return rows

@@ -12,6 +12,7 @@ import pandas as pd
 
 from fusionrcg.angmom import QuartetClass
 from fusionrcg.orchestration.plan import DEFAULT_MODEL
+from qcbench.eri.verify import DERIV_TOLERANCE
 from qcbench.tables import to_markdown
 
 from .gpu_results import (
@@ -234,6 +235,41 @@ def deriv_verification_line(rows: pd.DataFrame) -> str:
         f"the kernels the J/K engine runs, {block} of them in the block form): "
         f"{int(ok.sum())} of {len(rows)} classes up to {top} verified, worst error "
         f"{rows['max_normalized_error'].max():.2g} of the tolerance: **{verdict}**."
+        + _deriv_errors(rows)
+    )
+
+
+def _deriv_errors(rows: pd.DataFrame) -> str:
+    """The derivative classes' largest absolute and relative errors against PySCF, and the
+    40-digit adjudication of the relative errors above the derivative tolerance's 1e-9, where
+    the rows carry one (``qcbench.eri.verify.verify_engine_deriv``)."""
+    if "max_abs_error" not in rows:
+        return ""
+    text = (
+        f" Largest absolute error {rows['max_abs_error'].max():.2g}, largest relative error "
+        f"{rows['max_rel_error'].max():.2g} (elements above {DERIV_TOLERANCE.rel_floor:g})."
+    )
+    missed = rows[rows["max_rel_error"] > DERIV_TOLERANCE.rel]
+    if missed.empty:
+        return text
+    if "relative_exact" not in missed or missed["relative_exact"].isna().any():
+        return text + (
+            f" {len(missed)} classes are above {DERIV_TOLERANCE.rel:g} relative against "
+            "PySCF, not adjudicated in this record."
+        )
+    engine = missed["relative_engine_error"].max()
+    pyscf = missed["relative_pyscf_error"]
+    return text + (
+        f" Of the {len(missed)} classes above {DERIV_TOLERANCE.rel:g} relative against PySCF, "
+        f"the 40-digit value of each one's element puts the engine at {engine:.2g} relative "
+        f"at most and PySCF at {pyscf.min():.2g} to {pyscf.max():.2g}"
+        + (
+            "."
+            if engine <= DERIV_TOLERANCE.rel
+            else f": the engine is above {DERIV_TOLERANCE.rel:g} on "
+            + ", ".join(missed.loc[missed["relative_engine_error"] > DERIV_TOLERANCE.rel, "cls"])
+            + "."
+        )
     )
 
 
