@@ -50,7 +50,9 @@ class GpuResults:
     measurements: pd.DataFrame  # one row per measurement, ``source``: its record's id
     runs: dict[str, dict]  # device.json of each benchmark record, by id, in the records' order
     verification: pd.DataFrame  # the latest row per class, molecule, basis and form
-    verify_device: dict  # verify_device.json of the latest verification record
+    # verify_device.json of each verification record, by id, in the records' order, with the
+    # checks of it the tables keep (``checks``, ``deriv_checks``)
+    verify_runs: dict[str, dict]
     # the latest row per first-derivative class (int2e_ip1 through the J/K engine's kernels)
     deriv_verification: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -152,15 +154,22 @@ def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResult
         for name, found in (("verify_gpu.jsonl", checks), ("verify_deriv_gpu.jsonl", deriv_checks)):
             for row in read_jsonl(record.file(name)) if record.has(name) else []:
                 found.pop(_verify_key(row), None)  # the latest check goes last
-                found[_verify_key(row)] = row
+                found[_verify_key(row)] = row | {"source": record.id}
     return GpuResults(
         measurements=merged,
         runs=runs,
         verification=pd.DataFrame(list(checks.values())),
         deriv_verification=pd.DataFrame(list(deriv_checks.values())),
-        verify_device=(
-            json.loads(ordered(verify)[-1].file("verify_device.json").read_text()) if verify else {}
-        ),
+        verify_runs={
+            record.id: json.loads(record.file("verify_device.json").read_text())
+            | {
+                "checks": sum(row.get("source") == record.id for row in checks.values()),
+                "deriv_checks": sum(
+                    row.get("source") == record.id for row in deriv_checks.values()
+                ),
+            }
+            for record in ordered(verify)
+        },
     )
 
 

@@ -297,7 +297,17 @@ def summary_markdown(
     sections = [
         "# ERI kernels on the GPU",
         "\n".join(runs),
-        f"Verification: {_device(results.verify_device)}",
+        "\n".join(
+            [
+                "Verification records, oldest first (a later record's check of a class "
+                "replaces an earlier one):"
+            ]
+            + [
+                f"- `{rid}` ({info['checks']} class checks and {info['deriv_checks']} "
+                f"first-derivative class checks kept): {_device(info)}"
+                for rid, info in results.verify_runs.items()
+            ]
+        ),
         deriv_verification_line(results.deriv_verification),
         "Throughput counts contracted shell quartets (one contraction column per shell) per "
         "second: the median of timed launches after a warm-up, CUDA events, cc-pVDZ/TZ/QZ "
