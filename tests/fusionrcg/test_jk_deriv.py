@@ -120,7 +120,8 @@ def test_energy_per_atom(water, water_cation, factors, backend):
 
 def test_a_profiled_energy_gradient_says_where_its_time_went(water, backend):
     """``profile``: the gradient is the same, and the profile has the screening and each
-    class's gradient kernels with the work items that survived."""
+    class's gradient kernels with the work items that survived and their graph FLOPs (each
+    item through the kernels of positions A, B and C, so more than one position's)."""
     engine = JK(water, backend=backend, tol=1e-14)
     dm = scf.RHF(water).run().make_rdm1()
     plain = engine.jk_energy_per_atom(dm)
@@ -132,6 +133,12 @@ def test_a_profiled_energy_gradient_says_where_its_time_went(water, backend):
     assert set(prof.items) == classes and all(n > 0 for n in prof.items.values())
     assert {f"gradient {name}" for name in classes} <= set(prof.seconds)
     assert "screening" in prof.seconds and "densities" in prof.seconds
+    assert set(prof.flops) == classes
+    for kernels, _ in engine.classes:
+        name = str(kernels.cls)
+        deriv = engine.deriv_kernels(kernels.cls, Epilogue.GRAD)
+        per_item = min(k.flops.hrr_per_contracted + k.flops.vrr_per_primitive for k in deriv)
+        assert prof.flops[name] >= len(deriv) * per_item * prof.items[name] > 0
 
 
 def test_the_energy_gradient_screens_density_products(backend):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from qcbench.runs import record_run
 from qcbench.scf import report
 
@@ -182,3 +184,21 @@ def test_host_share_line_names_the_profiled_functions():
         "most own host time per build (profiled, so slower): cupy/_core/core.pyx:10(empty) "
         "1.20 ms in 42 calls, fusionrcg/jk/streams.py:88(_pick) 0.40 ms in 21 calls"
     )
+
+
+def test_gradient_table_gives_the_jk_gradient_kernels_share_of_the_peak():
+    profile = {"fp64_peak": 5e13, "classes": [
+        {"class": "(1,0|0,0)", "items": 10, "gradient_s": 0.1, "flops": 1e11},
+        {"class": "(3,0|2,1)", "items": 5, "gradient_s": 0.3, "flops": 3e11},
+    ]}  # fmt: skip
+    record = {"kind": "gradient", "molecule": "water_clusters/004", "basis": "cc-pvtz",
+              "method": "rhf", "natm": 30, "nao": 580, "max_d_grad": 2e-9,
+              "gpu4pyscf": {"gradient_s": 0.85, "jk_gradient_s": 0.76},
+              "ours": {"gradient_s": 1.2, "jk_gradient_s": 1.1,
+                       "jk_gradient_profile": profile}}  # fmt: skip
+    (share,) = report.gradient_table([record])["ours J/K kernels % of FP64 peak"]
+    # 4e11 FLOPs in 0.4 s: 1e12 FLOP/s, 2% of 5e13
+    assert share == pytest.approx(2.0)
+    del profile["fp64_peak"]  # a record from before the peak was kept
+    (share,) = report.gradient_table([record])["ours J/K kernels % of FP64 peak"]
+    assert share != share  # NaN

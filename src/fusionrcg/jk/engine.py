@@ -503,6 +503,7 @@ class JK:
                         tick(f"gradient {name}")
                         if prof is not None:
                             prof.items[name] += part.size
+                            prof.flops[name] += self._graph_flops(deriv, part)
         self.last_profile = prof
 
     def _part_gradient(self, kernels, deriv, part, dk, total, target: GradientTarget) -> None:
@@ -751,13 +752,20 @@ class JK:
     def _count(self, prof: BuildProfile, kernels: ClassKernels, items, per_quartet: int) -> None:
         """Quartets, items and graph FLOPs (every item's primitive quartets and its HRR)."""
         name = str(kernels.cls)
-        rows = items.ranges[:, 1].reshape(-1, 2).astype(self.arrays.xp.float64)
-        f = kernels.store.flops
-        per_primitive = f.vrr_per_primitive + f.accumulate_per_primitive
         prof.quartets[name] += items.size // per_quartet
         prof.items[name] += items.size
-        prof.flops[name] += per_primitive * float((rows[:, 0] * rows[:, 1]).sum())
-        prof.flops[name] += f.hrr_per_contracted * items.size
+        prof.flops[name] += self._graph_flops((kernels.store,), items)
+
+    def _graph_flops(self, launched: tuple[LibraryKernel, ...], items) -> float:
+        """Graph FLOPs of ``launched`` kernels each over ``items``: every item's primitive
+        quartets through the VRR and accumulation, and its HRR."""
+        rows = items.ranges[:, 1].reshape(-1, 2).astype(self.arrays.xp.float64)
+        primitives = float((rows[:, 0] * rows[:, 1]).sum())
+        return sum(
+            (k.flops.vrr_per_primitive + k.flops.accumulate_per_primitive) * primitives
+            + k.flops.hrr_per_contracted * items.size
+            for k in launched
+        )
 
     def _run(self, kernels: ClassKernels, items, dk, vj, vk, tick) -> None:
         """The class's kernels over ``items``: the fused J/K kernel, or the store kernel (its

@@ -379,7 +379,7 @@ def run_dft(args, out) -> None:
         out(row)
 
 
-def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
+def _gradient_run(args, mol, how: str, peak: float) -> tuple[dict, np.ndarray]:
     """A converged SCF of ``args.method`` (GPU4PySCF as it comes, or with both engines:
     ``qcscf.apply``, so a DFT gradient's XC part is KerneLDI's and its J/K part FusionRCG's),
     then its analytic gradient and the J/K part of it (``jk_energy_per_atom`` at full J and
@@ -402,25 +402,30 @@ def _gradient_run(args, mol, how: str) -> tuple[dict, np.ndarray]:
               "cycles": scf_result["cycles"], "gradient_s": seconds,
               "jk_gradient_s": jk_seconds}  # fmt: skip
     if how == "ours":
-        result["jk_gradient_profile"] = gradient_profile(mf.fusion_engine(), grad, dm)
+        result["jk_gradient_profile"] = gradient_profile(mf.fusion_engine(), grad, dm, peak)
     return result, _host(found["de"])
 
 
-def gradient_profile(engine, grad, dm) -> dict:
+def gradient_profile(engine, grad, dm, peak: float) -> dict:
     """One profiled J/K energy gradient (``jk_energy_per_atom``): seconds per phase
     (densities, screening, the classes' gradient kernels) and per class with its surviving
-    work items."""
+    work items, the graph FLOPs of its three positions' kernels and their FP64 rate against
+    ``peak`` (the gradient phase of a class also holds its Tier 2 weighting)."""
     prof = _profiled(engine, lambda: grad.jk_energy_per_atom(dm))
-    classes = [
-        {"class": name, "items": prof.items[name],
-         "gradient_s": prof.seconds.get(f"gradient {name}", 0.0)}
-        for name in sorted(prof.items, key=lambda n: -prof.seconds.get(f"gradient {n}", 0.0))
-    ]  # fmt: skip
+    classes = []
+    for name in sorted(prof.items, key=lambda n: -prof.seconds.get(f"gradient {n}", 0.0)):
+        seconds = prof.seconds.get(f"gradient {name}", 0.0)
+        rate = prof.flops[name] / seconds if seconds > 0 else 0.0
+        classes.append({"class": name, "items": prof.items[name], "gradient_s": seconds,
+                        "flops": prof.flops[name], "flop_rate": rate,
+                        "fraction_of_peak": rate / peak if peak else 0.0})  # fmt: skip
     phases = _phase_totals(prof, ("densities", "screening", "gradient"))
-    return {"phases_s": phases, "classes": classes}
+    return {"phases_s": phases, "classes": classes, "fp64_peak": peak}
 
 
 def run_gradient(args, out) -> None:
+    peak = fp64_peak()
+    out({"kind": "fp64_peak", "flop_rate": peak})
     for spec in args.systems:
         name, basis = _system(spec)
         mol = load(name, basis)
@@ -430,7 +435,7 @@ def run_gradient(args, out) -> None:
                "direct_scf_tol": args.direct_scf_tol}  # fmt: skip
         gradients = {}
         for how in ("gpu4pyscf", "ours"):
-            row[how], gradients[how] = _gradient_run(args, mol, how)
+            row[how], gradients[how] = _gradient_run(args, mol, how, peak)
             _cupy().get_default_memory_pool().free_all_blocks()
         row["max_d_grad"] = float(np.abs(gradients["ours"] - gradients["gpu4pyscf"]).max())
         out(row)
