@@ -375,8 +375,9 @@ class GpuExecutor:
         self._bases: dict[int, DeviceBasis] = {}
         self._programs: dict[tuple, tuple] = {}
         self._qpair: dict[int, object] = {}  # per stream (``_item_pairs``)
-        # frees what the caller keeps cached on the device (its unused pool blocks): called
-        # when the driver refuses a launch for memory, before the one retry (``_launch``)
+        # free what the caller keeps cached on the device (its unused pool blocks): called
+        # when CUDA refuses a launch or a stack limit for memory, before the one retry
+        # (``_retried``)
         self.reclaimers: list[Callable[[], None]] = []
 
     def device_basis(self, basis: SegmentedBasis) -> DeviceBasis:
@@ -501,12 +502,13 @@ class GpuExecutor:
         limit, which the driver reserves for all the threads the device holds at once and
         keeps): otherwise the first launch that needs more grows it, in the middle of a build
         whose buffers, or another engine's, may have taken the room. Loads the kernels."""
-        need = max((_function(k.binary, k.name).local_size_bytes for k in kernels), default=0)
+        need, name = max(
+            ((_function(k.binary, k.name).local_size_bytes, k.name) for k in kernels),
+            default=(0, ""),
+        )
         runtime = self.cp.cuda.runtime
         if need <= runtime.deviceGetLimit(CUDA_LIMIT_STACK_SIZE):
             return
-        name = next(k.name for k in kernels
-                    if _function(k.binary, k.name).local_size_bytes == need)  # fmt: skip
         self._retried(
             name, lambda: need, lambda: runtime.deviceSetLimit(CUDA_LIMIT_STACK_SIZE, int(need))
         )
