@@ -13,7 +13,8 @@ holds the run's commit, device, software and first command):
 - ``energies``: converged energies (RHF, UHF, B3LYP, M06-2X) and iteration counts, both ways.
 - ``memory``: one J/K build of a large molecule at its initial-guess density (time, memory).
 - ``host-share``: the host's share of a J/K build: process CPU time with blocking device
-  synchronization (the host sleeps while it waits) over the wall time.
+  synchronization (the host sleeps while it waits) over the wall time, the calling thread's
+  apart, and a profile of the builds' host time by function (``host_profile``).
 - ``dft``: KerneLDI Fig. 5: per system, the whole DFT SCF (``--xc``, ``--grid-level``) three
   ways in one process: GPU4PySCF as it comes, with KerneLDI's XC only, and with both engines
   (``qcscf.apply``); wall time, cycles, energies, and the one-time setups (XC layout, J/K
