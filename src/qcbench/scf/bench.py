@@ -22,7 +22,8 @@ holds the run's commit, device, software and first command):
 - ``gradient``: per system, a converged SCF (``--method``) as GPU4PySCF runs it and one with
   both engines (``qcscf.apply``), then the whole analytic gradient and its J/K part
   (``jk_energy_per_atom``) timed after the SCF, and the largest gradient difference; ours
-  with one profiled J/K gradient (seconds per phase and per class).
+  with one profiled J/K gradient (seconds per phase and per class, each class's graph FLOPs
+  and their FP64 rate against the peak measured first in the same process).
 - ``accuracy``: J and K of the engine (``--backend cpu`` or ``gpu``, tight screening) against
   PySCF's ``get_jk`` at a mid-SCF RHF density and at UHF's two spin densities, element by
   element (``--deriv``: also the derivative J and K against PySCF's gradient ``get_jk``);
