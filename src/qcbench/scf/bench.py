@@ -162,7 +162,6 @@ def engine_profile(engine, dm, peak: float) -> dict:
     classes = []
     for name in sorted(prof.quartets, key=lambda n: -prof.flops[n]):
         seconds = prof.seconds.get(f"integrals {name}", 0.0)
-        rate = prof.flops[name] / seconds if seconds > 0 else 0.0
         classes.append(
             {
                 "class": name,
@@ -171,12 +170,18 @@ def engine_profile(engine, dm, peak: float) -> dict:
                 "flops": prof.flops[name],
                 "integrals_s": seconds,
                 "kernel2_s": prof.seconds.get(f"kernel 2 {name}", 0.0),
-                "flop_rate": rate,
-                "fraction_of_peak": rate / peak if peak else 0.0,
+                **_fp64_rate(prof.flops[name], seconds, peak),
             }
         )
     phases = _phase_totals(prof, ("densities", "screening", "integrals", "kernel 2"))
     return {"phases_s": phases, "classes": classes}
+
+
+def _fp64_rate(flops: float, seconds: float, peak: float) -> dict:
+    """``flop_rate`` of ``flops`` in ``seconds`` (0 without time) and its ``fraction_of_peak``
+    (0 without a peak)."""
+    rate = flops / seconds if seconds > 0 else 0.0
+    return {"flop_rate": rate, "fraction_of_peak": rate / peak if peak else 0.0}
 
 
 def _profiled(engine, call):
@@ -417,10 +422,9 @@ def gradient_profile(engine, grad, dm, peak: float) -> dict:
     classes = []
     for name in sorted(prof.items, key=lambda n: -prof.seconds.get(f"gradient {n}", 0.0)):
         seconds = prof.seconds.get(f"gradient {name}", 0.0)
-        rate = prof.flops[name] / seconds if seconds > 0 else 0.0
         classes.append({"class": name, "items": prof.items[name], "gradient_s": seconds,
-                        "flops": prof.flops[name], "flop_rate": rate,
-                        "fraction_of_peak": rate / peak if peak else 0.0})  # fmt: skip
+                        "flops": prof.flops[name],
+                        **_fp64_rate(prof.flops[name], seconds, peak)})  # fmt: skip
     phases = _phase_totals(prof, ("densities", "screening", "gradient"))
     return {"phases_s": phases, "classes": classes, "fp64_peak": peak}
 

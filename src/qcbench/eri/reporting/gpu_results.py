@@ -16,6 +16,7 @@ measurement of its own.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,8 @@ def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResult
             for row in read_jsonl(record.file(name)) if record.has(name) else []:
                 found.pop(_verify_key(row), None)  # the latest check goes last
                 found[_verify_key(row)] = row | {"source": record.id}
+    kept = Counter(row["source"] for row in checks.values())
+    deriv_kept = Counter(row["source"] for row in deriv_checks.values())
     return GpuResults(
         measurements=merged,
         runs=runs,
@@ -162,12 +165,7 @@ def load_results(bench: Sequence[Record], verify: Sequence[Record]) -> GpuResult
         deriv_verification=pd.DataFrame(list(deriv_checks.values())),
         verify_runs={
             record.id: json.loads(record.file("verify_device.json").read_text())
-            | {
-                "checks": sum(row.get("source") == record.id for row in checks.values()),
-                "deriv_checks": sum(
-                    row.get("source") == record.id for row in deriv_checks.values()
-                ),
-            }
+            | {"checks": kept[record.id], "deriv_checks": deriv_kept[record.id]}
             for record in ordered(verify)
         },
     )
