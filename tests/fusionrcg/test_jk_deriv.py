@@ -341,11 +341,11 @@ def test_gpu4pyscf_gradients(get_molecule, method, gpu_present):
 
 
 def test_prebuild_builds_the_derivative_kernels(tmp_path, capsys):
-    """``fusionrcg prebuild --deriv-lmax`` adds the derivative kernels; an engine then finds
-    them in the library."""
+    """``fusionrcg prebuild --deriv-lmax`` adds the derivative kernels (each position's in a
+    job of its own, two at a time here); an engine then finds them in the library."""
     from fusionrcg.cli import main
 
-    args = ["prebuild", "--lmax", "0", "--deriv-lmax", "0", "--target", "cpp",
+    args = ["prebuild", "--lmax", "0", "--deriv-lmax", "0", "--target", "cpp", "--jobs", "2",
             "--kernel-dir", str(tmp_path)]  # fmt: skip
     assert main(args) == 0
     err = capsys.readouterr().err

@@ -136,6 +136,29 @@ def deriv_options(
     return _block_options(options) if block_only(cls, options, block_min_total) else options
 
 
+def deriv_kernel(
+    cls: QuartetClass,
+    position: int,
+    options: KernelOptions,
+    spherical: bool,
+    target: str,
+    arch: str,
+    directory=None,
+    epilogue: Epilogue = Epilogue.STORE,
+    block_min_total: int | None = None,
+) -> LibraryKernel:
+    """The kernel of the first-derivative class of ``cls`` on ``position`` (0, 1, 2: A, B, C)
+    from the library (built on first use): its store kernel, or with ``Epilogue.GRAD`` the
+    fused gradient kernel where the class is Tier 1 (a Tier 2 class then answers with its
+    store kernel); the block form where ``block_only`` says so."""
+    options = deriv_options(cls, options, block_min_total)
+    if options.item_threads > 1:  # the block form stores its integrals (Tier 2)
+        epilogue = Epilogue.STORE
+    return get_kernel(
+        cls.with_deriv(position), options, spherical, epilogue, target, arch, directory
+    )
+
+
 def deriv_kernels(
     cls: QuartetClass,
     options: KernelOptions,
@@ -146,15 +169,10 @@ def deriv_kernels(
     epilogue: Epilogue = Epilogue.STORE,
     block_min_total: int | None = None,
 ) -> tuple[LibraryKernel, ...]:
-    """The kernels of the first-derivative classes of ``cls`` on its positions A, B and C
-    (``deriv.DERIV_POSITIONS``) from the library (built on first use): store kernels, or
-    with ``Epilogue.GRAD`` the fused gradient kernels where a class is Tier 1 (a Tier 2 class
-    then answers with its store kernel); the block forms where ``block_only`` says so."""
-    options = deriv_options(cls, options, block_min_total)
-    if options.item_threads > 1:  # the block form stores its integrals (Tier 2)
-        epilogue = Epilogue.STORE
+    """``deriv_kernel`` of ``cls`` on each of its positions A, B and C
+    (``deriv.DERIV_POSITIONS``)."""
     return tuple(
-        get_kernel(cls.with_deriv(p), options, spherical, epilogue, target, arch, directory)
+        deriv_kernel(cls, p, options, spherical, target, arch, directory, epilogue, block_min_total)
         for p in DERIV_POSITIONS
     )
 
@@ -190,6 +208,9 @@ def _build(
     cls_tag: str, deriv: bool, options: str, spherical: bool, target: str, arch: str, directory,
     omega: float,
 ):  # fmt: skip
+    """A class's kernels (``deriv``: its first-derivative kernels; those of its positions were
+    built by ``_build_position`` first, and what is left are the block forms): (tag, deriv,
+    whether all came out of the library, seconds)."""
     start = time.perf_counter()
     cls = QuartetClass(*(int(c) for c in cls_tag))
     args = (cls, kernel_options(options).replace(omega=omega), spherical, target, arch, directory)
@@ -200,6 +221,26 @@ def _build(
         kernels = class_kernels(*args, block_threads=BLOCK_THREADS)
         built = [k for k in (kernels.store, kernels.fused, kernels.block) if k is not None]
     return cls_tag, deriv, all(k.cached for k in built), time.perf_counter() - start
+
+
+def _build_position(
+    cls_tag: str, position: int, epilogue: Epilogue, options: str, spherical: bool, target: str,
+    arch: str, directory, omega: float,
+):  # fmt: skip
+    """One derivative position's kernel of a class (``deriv_kernel``): (tag, whether it came
+    out of the library, seconds)."""
+    start = time.perf_counter()
+    cls = QuartetClass(*(int(c) for c in cls_tag))
+    kernel = deriv_kernel(
+        cls, position, kernel_options(options).replace(omega=omega), spherical, target, arch,
+        directory, epilogue,
+    )  # fmt: skip
+    return cls_tag, kernel.cached, time.perf_counter() - start
+
+
+POSITION_JOBS = tuple((p, e) for p in DERIV_POSITIONS for e in (Epilogue.STORE, Epilogue.GRAD))
+"""The separate jobs of a derivative class in ``prebuild``: each position's store and gradient
+kernels (the straight-line forms of a Tier 1 class take ptxas minutes each)."""
 
 
 def prebuild(
@@ -219,19 +260,46 @@ def prebuild(
     the first-derivative kernels (gradients) of every class with l <= ``deriv_lmax``;
     ``omega`` > 0: the kernels of the long-range operator erf(omega r)/r instead (what a
     range-separated functional's builds add, ``JK``); ``jobs`` at a time, largest classes
-    first (they take longest), printing one progress line per class."""
+    first (they take longest), printing one progress line per class. A derivative class is
+    several jobs: each position's store and gradient kernels (``POSITION_JOBS``), then the
+    class's block forms, which depend on their tiers; so its six straight-line kernels compile
+    side by side where ``jobs`` allows."""
     kernel_options(options).replace(omega=omega)  # bad options fail here, not in each worker
     out = sys.stderr if out is None else out
     work = [(c, False) for c in canonical_classes(lmax)]
     if deriv_lmax is not None:
         work += [(c, True) for c in canonical_classes(deriv_lmax)]
     work.sort(key=lambda w: -w[0].total - w[1])
-    args = [(c.tag, deriv, options, spherical, target, arch, directory, omega) for c, deriv in work]
+    tail = (options, spherical, target, arch, directory, omega)
     done = 0
+    pending: dict[str, int] = {}  # a derivative class's position jobs still running
+    built: dict[str, tuple[bool, float]] = {}  # (all from the library, seconds) of those done
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_build, *a) for a in args]
-        for future in as_completed(futures):
-            tag, deriv, cached, seconds = future.result()
+        futures = set()
+        for c, deriv in work:
+            if not deriv:
+                futures.add(pool.submit(_build, c.tag, False, *tail))
+                continue
+            pending[c.tag] = len(POSITION_JOBS)
+            built[c.tag] = (True, 0.0)
+            futures.update(pool.submit(_build_position, c.tag, p, e, *tail)
+                           for p, e in POSITION_JOBS)  # fmt: skip
+        while futures:
+            future = next(as_completed(futures))
+            futures.remove(future)
+            result = future.result()
+            if len(result) == 3:  # a position of a derivative class
+                tag, cached, seconds = result
+                was_cached, so_far = built[tag]
+                built[tag] = (was_cached and cached, so_far + seconds)
+                pending[tag] -= 1
+                if not pending[tag]:
+                    futures.add(pool.submit(_build, tag, True, *tail))
+                continue
+            tag, deriv, cached, seconds = result
+            if deriv:
+                was_cached, so_far = built[tag]
+                cached, seconds = was_cached and cached, so_far + seconds
             done += 1
             how = "in the library" if cached else f"built in {seconds:.0f} s"
             what = "derivatives of " if deriv else ""
