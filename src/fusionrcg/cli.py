@@ -122,6 +122,7 @@ def _prebuild(args: argparse.Namespace) -> int:
     prebuild(
         args.lmax, not args.cartesian, args.variant, args.target, args.arch, args.kernel_dir,
         args.jobs, deriv_lmax=args.deriv_lmax, omega=args.omega,
+        memory=None if args.memory_gb is None else int(args.memory_gb * 2**30),
     )  # fmt: skip
     return 0
 
@@ -188,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cartesian", action="store_true", help="Cartesian output")
     p.add_argument("--kernel-dir", default=None, help="kernel library directory")
     p.add_argument("--jobs", type=int, default=1, help="kernels built at once")
+    p.add_argument(
+        "--memory-gb", type=float, default=None,
+        help="host memory (GB) the heavy builds may take together (the straight-line "
+        "derivative kernels, about 13 GB of ptxas each); default: what the host has available",
+    )  # fmt: skip
     p.add_argument(
         "--deriv-lmax", type=int, default=None,
         help="also the first-derivative kernels (analytic gradients) of every class up to this l",

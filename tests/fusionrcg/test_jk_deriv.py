@@ -346,7 +346,7 @@ def test_prebuild_builds_the_derivative_kernels(tmp_path, capsys):
     from fusionrcg.cli import main
 
     args = ["prebuild", "--lmax", "0", "--deriv-lmax", "0", "--target", "cpp", "--jobs", "2",
-            "--kernel-dir", str(tmp_path)]  # fmt: skip
+            "--memory-gb", "1", "--kernel-dir", str(tmp_path)]  # fmt: skip
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "derivatives of (00|00) built" in err and "[2/2]" in err
@@ -355,6 +355,21 @@ def test_prebuild_builds_the_derivative_kernels(tmp_path, capsys):
     mol = gto.M(atom="H 0 0 0; H 0 0 0.74", basis="sto-3g", verbose=0)
     engine = JK(mol, backend="cpu", kernel_dir=tmp_path)
     assert all(k.cached for k in engine.deriv_kernels(fusionrcg.QuartetClass(0, 0, 0, 0)))
+
+
+def test_heavy_builds_are_the_straight_line_derivative_classes_from_total_6():
+    """``prebuild`` bounds by memory the builds of the straight-line derivative kernels from
+    total 6 on (ptxas takes gigabytes each); the block-only f classes and smaller classes
+    are light."""
+    from fusionrcg.jk.kernels import available_memory, heavy_build
+    from fusionrcg.options import kernel_options
+
+    full = kernel_options("full")
+    assert heavy_build(fusionrcg.QuartetClass(2, 2, 2, 2), full)
+    assert heavy_build(fusionrcg.QuartetClass(2, 2, 1, 1), full)
+    assert not heavy_build(fusionrcg.QuartetClass(2, 1, 1, 1), full)  # total 5
+    assert not heavy_build(fusionrcg.QuartetClass(3, 3, 0, 0), full)  # block form only
+    assert available_memory() > 0
 
 
 @pytest.mark.slow

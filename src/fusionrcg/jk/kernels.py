@@ -12,8 +12,10 @@ holding them would spill.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
@@ -242,6 +244,31 @@ POSITION_JOBS = tuple((p, e) for p in DERIV_POSITIONS for e in (Epilogue.STORE, 
 """The separate jobs of a derivative class in ``prebuild``: each position's store and gradient
 kernels (the straight-line forms of a Tier 1 class take ptxas minutes each)."""
 
+HEAVY_PTXAS_BYTES = 14 * 2**30
+"""Host memory one heavy kernel build may take (``heavy_build``): ptxas peaked at 12.9 GB
+resident over the straight-line (dd|dd) derivative kernels; ``prebuild`` runs no more of them
+at once than the available memory holds."""
+
+
+def heavy_build(cls: QuartetClass, options: KernelOptions) -> bool:
+    """Whether the first-derivative kernels of ``cls`` are heavy builds: straight-line forms
+    (not ``block_only``) from total ``DERIV_BLOCK_MIN_TOTAL`` on, which run at 255 registers
+    with spills and take ptxas minutes and gigabytes each."""
+    return cls.total >= DERIV_BLOCK_MIN_TOTAL and not block_only(cls, options)
+
+
+def available_memory() -> int:
+    """The host memory available to new processes (``MemAvailable``; free pages where
+    ``/proc/meminfo`` is not there)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
 
 def prebuild(
     lmax: int,
@@ -254,6 +281,7 @@ def prebuild(
     out=None,
     deriv_lmax: int | None = None,
     omega: float = 0.0,
+    memory: int | None = None,
 ) -> None:
     """Build the J/K kernels of every canonical class with l <= ``lmax`` under ``options`` (a
     preset name; Tier 2 classes in both forms, ``ClassKernels``) and, with ``deriv_lmax``,
@@ -263,38 +291,56 @@ def prebuild(
     first (they take longest), printing one progress line per class. A derivative class is
     several jobs: each position's store and gradient kernels (``POSITION_JOBS``), then the
     class's block forms, which depend on their tiers; so its six straight-line kernels compile
-    side by side where ``jobs`` allows."""
+    side by side where ``jobs`` allows. Of the heavy builds (``heavy_build``) no more run at
+    once than ``memory`` (bytes; by default ``available_memory()``) holds at
+    ``HEAVY_PTXAS_BYTES`` each, one at least."""
     kernel_options(options).replace(omega=omega)  # bad options fail here, not in each worker
     out = sys.stderr if out is None else out
+    jobs = max(1, jobs)
+    memory = available_memory() if memory is None else memory
+    heavy_slots = max(1, min(jobs, memory // HEAVY_PTXAS_BYTES))
     work = [(c, False) for c in canonical_classes(lmax)]
     if deriv_lmax is not None:
         work += [(c, True) for c in canonical_classes(deriv_lmax)]
     work.sort(key=lambda w: -w[0].total - w[1])
     tail = (options, spherical, target, arch, directory, omega)
-    done = 0
-    pending: dict[str, int] = {}  # a derivative class's position jobs still running
+    library_options = kernel_options(options).replace(omega=omega)
+    heavy: deque = deque()  # (function, arguments) of the jobs waiting, in order
+    light: deque = deque()
+    pending: dict[str, int] = {}  # a derivative class's position jobs not yet done
     built: dict[str, tuple[bool, float]] = {}  # (all from the library, seconds) of those done
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = set()
-        for c, deriv in work:
-            if not deriv:
-                futures.add(pool.submit(_build, c.tag, False, *tail))
-                continue
-            pending[c.tag] = len(POSITION_JOBS)
-            built[c.tag] = (True, 0.0)
-            futures.update(pool.submit(_build_position, c.tag, p, e, *tail)
-                           for p, e in POSITION_JOBS)  # fmt: skip
-        while futures:
-            future = next(as_completed(futures))
-            futures.remove(future)
+    for c, deriv in work:
+        if not deriv:
+            light.append((_build, (c.tag, False, *tail)))
+            continue
+        pending[c.tag] = len(POSITION_JOBS)
+        built[c.tag] = (True, 0.0)
+        queue = heavy if heavy_build(c, library_options) else light
+        queue.extend((_build_position, (c.tag, p, e, *tail)) for p, e in POSITION_JOBS)
+    done = 0
+    running: dict = {}  # future -> whether it is a heavy build
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        while heavy or light or running:
+            # the pool gets no backlog: what runs next is chosen here, heavy builds first
+            while len(running) < jobs:
+                if heavy and sum(running.values()) < heavy_slots:
+                    fn, args = heavy.popleft()
+                    running[pool.submit(fn, *args)] = True
+                elif light:
+                    fn, args = light.popleft()
+                    running[pool.submit(fn, *args)] = False
+                else:
+                    break
+            future = next(as_completed(running))
+            del running[future]
             result = future.result()
             if len(result) == 3:  # a position of a derivative class
                 tag, cached, seconds = result
                 was_cached, so_far = built[tag]
                 built[tag] = (was_cached and cached, so_far + seconds)
                 pending[tag] -= 1
-                if not pending[tag]:
-                    futures.add(pool.submit(_build, tag, True, *tail))
+                if not pending[tag]:  # its block forms, which follow its tiers
+                    light.appendleft((_build, (tag, True, *tail)))
                 continue
             tag, deriv, cached, seconds = result
             if deriv:
