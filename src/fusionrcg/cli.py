@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--memory-gb", type=float, default=None,
         help="host memory (GB) the heavy builds may take together (the straight-line "
-        "derivative kernels, about 13 GB of ptxas each); default: what the host has available",
+        "derivative kernels, up to about 19 GB of ptxas each); default: what the host has "
+        "available",
     )  # fmt: skip
     p.add_argument(
         "--deriv-lmax", type=int, default=None,
