@@ -519,11 +519,17 @@ class DeviceScreener(_Screener):
         n = hi - lo
         out = (cp.empty((n, 4), dtype=cp.int32), cp.empty(n), cp.empty((2 * n, 2), cp.int32))
         self._launch(table, screen, plan, warps, ends=ends, base=lo, out=out)
-        starts = np.maximum(np.concatenate([[0], block_ends[:-1]]), lo) - lo
-        stops = np.minimum(block_ends, hi) - lo
+        # the segments whose items meet [lo, hi): one past those ending at or before lo, up
+        # to the first ending at or after hi (a search, not a pass over every segment)
+        first = int(np.searchsorted(block_ends, lo, side="right"))
+        last = min(int(np.searchsorted(block_ends, hi, side="left")), len(block_ends) - 1)
+        ends = block_ends[first : last + 1]
+        before = block_ends[first - 1] if first else 0
+        starts = np.maximum(np.concatenate([[before], ends[:-1]]), lo) - lo
+        stops = np.minimum(ends, hi) - lo
         pieces = [
-            Piece(segment.index, segment.block, int(a), int(b))
-            for segment, a, b in zip(plan.segments, starts.tolist(), stops.tolist())
+            Piece(segment.index, segment.block, a, b)
+            for segment, a, b in zip(plan.segments[first:], starts.tolist(), stops.tolist())
             if b > a
         ]
         if self.spread:

@@ -372,6 +372,9 @@ class GpuExecutor:
         self.arch = arch
         self.kernel_dir = kernel_dir
         self._table = self.cp.asarray(boys_table())
+        # the integral and slot arguments of a launch that has none (a J/K or gradient
+        # epilogue, Tier 1's slots): one double, kept, where each launch allocated its own
+        self._unused = self.cp.empty(1)
         self._bases: dict[int, DeviceBasis] = {}
         self._programs: dict[tuple, tuple] = {}
         self._qpair: dict[int, object] = {}  # per stream (``_item_pairs``)
@@ -480,9 +483,10 @@ class GpuExecutor:
         cp = self.cp
         n = batch.size
         store = kernel.epilogue is Epilogue.STORE
-        out = cp.empty(tiled_output_size(n, kernel.n_outputs) if store else 1)
+        out = cp.empty(tiled_output_size(n, kernel.n_outputs)) if store else self._unused
         grid, threads, smem = launch_shape(kernel, n)
-        buf = cp.empty(max(1, kernel.global_slots * n))
+        slots = kernel.global_slots * n
+        buf = cp.empty(slots) if slots else self._unused
         fn = _function(kernel.binary, kernel.name)
         if smem > fn.max_dynamic_shared_size_bytes:
             fn.max_dynamic_shared_size_bytes = smem

@@ -32,5 +32,8 @@ class ItemBatch:
         ``budget`` (a part holds one item at least)."""
         n = self.size
         step = n if per_item_bytes == 0 else max(1, budget // per_item_bytes)
+        if 0 < n <= step:  # one part: the batch itself, no new views
+            yield self
+            return
         for lo in range(0, n, step):
             yield self.slice(lo, min(n, lo + step))
