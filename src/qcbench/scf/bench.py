@@ -364,8 +364,10 @@ def _dft_run(args, mol, way: str) -> dict:
     result["xc_call_s"] = median_seconds(
         lambda: mf._numint.nr_rks(mol, mf.grids, mf.xc, dm), max(1, args.repeats)
     )
+    _progress(f"{way}: one XC call at the converged density", result["xc_call_s"])
     if way != "gpu4pyscf":
         result["xc_layout_s"] = mf._numint.layout_seconds
+        _progress(f"{way}: its XC layout", result["xc_layout_s"])
     if way == "both":
         result["jk_setup_s"] = mf.fusion_engine().setup_seconds
     return result
