@@ -313,10 +313,13 @@ def prebuild(
         if not deriv:
             light.append((_build, (c.tag, False, *tail)))
             continue
-        pending[c.tag] = len(POSITION_JOBS)
+        # a block-only class stores its integrals for the gradient too: one job per position
+        block = block_only(c, library_options)
+        jobs_of_class = [(p, e) for p, e in POSITION_JOBS if not (block and e is Epilogue.GRAD)]
+        pending[c.tag] = len(jobs_of_class)
         built[c.tag] = (True, 0.0)
         queue = heavy if heavy_build(c, library_options) else light
-        queue.extend((_build_position, (c.tag, p, e, *tail)) for p, e in POSITION_JOBS)
+        queue.extend((_build_position, (c.tag, p, e, *tail)) for p, e in jobs_of_class)
     done = 0
     running: dict = {}  # future -> whether it is a heavy build
     with ProcessPoolExecutor(max_workers=jobs) as pool:
