@@ -321,31 +321,30 @@ def prebuild(
         queue = heavy if heavy_build(c, library_options) else light
         queue.extend((_build_position, (c.tag, p, e, *tail)) for p, e in jobs_of_class)
     done = 0
-    running: dict = {}  # future -> whether it is a heavy build
+    running: dict = {}  # future -> (its job's function, whether it is a heavy build)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         while heavy or light or running:
             # the pool gets no backlog: what runs next is chosen here, heavy builds first
             while len(running) < jobs:
-                if heavy and sum(running.values()) < heavy_slots:
+                if heavy and sum(h for _, h in running.values()) < heavy_slots:
                     fn, args = heavy.popleft()
-                    running[pool.submit(fn, *args)] = True
+                    running[pool.submit(fn, *args)] = (fn, True)
                 elif light:
                     fn, args = light.popleft()
-                    running[pool.submit(fn, *args)] = False
+                    running[pool.submit(fn, *args)] = (fn, False)
                 else:
                     break
             future = next(as_completed(running))
-            del running[future]
-            result = future.result()
-            if len(result) == 3:  # a position of a derivative class
-                tag, cached, seconds = result
+            fn, _ = running.pop(future)
+            if fn is _build_position:
+                tag, cached, seconds = future.result()
                 was_cached, so_far = built[tag]
                 built[tag] = (was_cached and cached, so_far + seconds)
                 pending[tag] -= 1
                 if not pending[tag]:  # its block forms, which follow its tiers
                     light.appendleft((_build, (tag, True, *tail)))
                 continue
-            tag, deriv, cached, seconds = result
+            tag, deriv, cached, seconds = future.result()
             if deriv:
                 was_cached, so_far = built[tag]
                 cached, seconds = was_cached and cached, so_far + seconds
