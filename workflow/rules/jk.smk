@@ -82,6 +82,7 @@ rule jk_scf_bench:
         host=" ".join(JK_GPU["host_share"]),
         gradient=" ".join(JK_GPU["gradient"]["systems"]),
         gradient_methods=" ".join(JK_GPU["gradient"]["methods"]),
+        shared_scf="--shared-scf" if JK_GPU["gradient"]["shared_scf"] else "",
     resources:
         gpu=1,
     log:
@@ -97,7 +98,8 @@ rule jk_scf_bench:
         " {JK_BENCH} host-share --systems {params.host} --kernel-dir {KERNELS} --out {output};"
         " {JK_BENCH} memory --systems {params.memory} --kernel-dir {KERNELS} --out {output};"
         " for m in {params.gradient_methods}; do {JK_BENCH} gradient --systems"
-        " {params.gradient} --method $m --conv-tol {JK_GPU[energies][conv_tol]}"
+        " {params.gradient} --method $m {params.shared_scf}"
+        " --conv-tol {JK_GPU[energies][conv_tol]}"
         " --direct-scf-tol {JK_GPU[direct_scf_tol]} --repeats {JK_GPU[repeats]}"
         " --kernel-dir {KERNELS} --out {output}; done;"
         " test -s {output}/records.jsonl && " + RECORD_MANIFEST + ") > {log} 2>&1"

@@ -388,11 +388,10 @@ def run_dft(args, out) -> None:
         out(row)
 
 
-def _gradient_run(args, mol, how: str, peak: float) -> tuple[dict, np.ndarray]:
-    """A converged SCF of ``args.method`` (GPU4PySCF as it comes, or with both engines:
-    ``qcscf.apply``, so a DFT gradient's XC part is KerneLDI's and its J/K part FusionRCG's),
-    then its analytic gradient and the J/K part of it (``jk_energy_per_atom`` at full J and
-    K) timed: medians over ``args.repeats`` after one warm-up."""
+def _converged(args, mol, how: str) -> tuple[object, dict]:
+    """A converged SCF of ``args.method``: GPU4PySCF as it comes (``how`` "gpu4pyscf") or with
+    both engines (``qcscf.apply``, so a DFT gradient's XC part is KerneLDI's and its J/K part
+    FusionRCG's)."""
     import qcscf
 
     mf = _make(args.method, mol, gpu=True)
@@ -400,6 +399,13 @@ def _gradient_run(args, mol, how: str, peak: float) -> tuple[dict, np.ndarray]:
         mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine)
     scf_result, _ = timed_scf(mf, args.conv_tol, args.direct_scf_tol, args.max_cycle)
     _progress(f"{how}: SCF of {scf_result['cycles']} cycles", scf_result["total_s"])
+    return mf, scf_result
+
+
+def _timed_gradient(args, mf, how: str, peak: float) -> tuple[dict, np.ndarray]:
+    """The analytic gradient of the converged ``mf`` and the J/K part of it
+    (``jk_energy_per_atom`` at full J and K) timed: medians over ``args.repeats`` after one
+    warm-up (which holds the engines' one-time setup)."""
     grad = mf.nuc_grad_method()
     grad.verbose = 0
     found = {}
@@ -407,12 +413,14 @@ def _gradient_run(args, mol, how: str, peak: float) -> tuple[dict, np.ndarray]:
     _progress(f"{how}: gradient (median)", seconds)
     dm = mf.make_rdm1()
     jk_seconds = median_seconds(lambda: grad.jk_energy_per_atom(dm), args.repeats)
-    result = {"e_tot": scf_result["e_tot"], "converged": scf_result["converged"],
-              "cycles": scf_result["cycles"], "gradient_s": seconds,
-              "jk_gradient_s": jk_seconds}  # fmt: skip
+    result = {"gradient_s": seconds, "jk_gradient_s": jk_seconds}
     if how == "ours":
         result["jk_gradient_profile"] = gradient_profile(mf.fusion_engine(), grad, dm, peak)
     return result, _host(found["de"])
+
+
+def _scf_fields(scf_result: dict) -> dict:
+    return {key: scf_result[key] for key in ("e_tot", "converged", "cycles")}
 
 
 def gradient_profile(engine, grad, dm, peak: float) -> dict:
@@ -432,6 +440,12 @@ def gradient_profile(engine, grad, dm, peak: float) -> dict:
 
 
 def run_gradient(args, out) -> None:
+    """Each system's analytic gradient, GPU4PySCF's and ours. With ``args.shared_scf`` both
+    differentiate one converged SCF (GPU4PySCF's; the engines are switched on in the same
+    object after its gradient is timed), so the gradients differ by the engines alone and the
+    run converges one SCF instead of two; otherwise each converges its own."""
+    import qcscf
+
     peak = fp64_peak()
     out({"kind": "fp64_peak", "flop_rate": peak})
     for spec in args.systems:
@@ -440,11 +454,23 @@ def run_gradient(args, out) -> None:
         print(f"{name} {basis}: {mol.natm} atoms, {mol.nao} AOs", file=sys.stderr, flush=True)
         row = {"kind": "gradient", "molecule": name, "basis": basis, "method": args.method,
                "natm": mol.natm, "nao": mol.nao, "conv_tol": args.conv_tol,
-               "direct_scf_tol": args.direct_scf_tol}  # fmt: skip
+               "direct_scf_tol": args.direct_scf_tol,
+               "scf": "shared" if args.shared_scf else "each"}  # fmt: skip
         gradients = {}
-        for how in ("gpu4pyscf", "ours"):
-            row[how], gradients[how] = _gradient_run(args, mol, how, peak)
-            _cupy().get_default_memory_pool().free_all_blocks()
+        if args.shared_scf:
+            mf, scf_result = _converged(args, mol, "gpu4pyscf")
+            row["gpu4pyscf"], gradients["gpu4pyscf"] = _timed_gradient(args, mf, "gpu4pyscf", peak)
+            mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine)
+            row["ours"], gradients["ours"] = _timed_gradient(args, mf, "ours", peak)
+            for how in ("gpu4pyscf", "ours"):
+                row[how].update(_scf_fields(scf_result))
+        else:
+            for how in ("gpu4pyscf", "ours"):
+                mf, scf_result = _converged(args, mol, how)
+                row[how], gradients[how] = _timed_gradient(args, mf, how, peak)
+                row[how].update(_scf_fields(scf_result))
+                del mf
+                _cupy().get_default_memory_pool().free_all_blocks()
         row["max_d_grad"] = float(np.abs(gradients["ours"] - gradients["gpu4pyscf"]).max())
         out(row)
 
@@ -697,6 +723,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="scf: also time the engine's choices set the other way")  # fmt: skip
     parser.add_argument("--backend", default="gpu", choices=("cpu", "gpu"),
                         help="backend of accuracy (the rest run on the GPU)")  # fmt: skip
+    parser.add_argument("--shared-scf", action="store_true",
+                        help="gradient: both from one converged SCF (GPU4PySCF's)")  # fmt: skip
     parser.add_argument("--deriv", action="store_true",
                         help="accuracy: also the derivative J and K (gradients)")  # fmt: skip
     args = parser.parse_args(argv)
