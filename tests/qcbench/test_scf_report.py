@@ -202,3 +202,32 @@ def test_gradient_table_gives_the_jk_gradient_kernels_share_of_the_peak():
     del profile["fp64_peak"]  # a record from before the peak was kept
     (share,) = report.gradient_table([record])["ours J/K kernels % of FP64 peak"]
     assert share != share  # NaN
+
+
+def test_dft_ways_of_separate_runs_are_joined(tmp_path):
+    """``bench dft --ways``: GPU4PySCF and the XC-only way in one run, both engines in the
+    next; the report joins them into one Fig. 5 row, and a later run's way replaces it."""
+    base = {"kind": "dft", "molecule": "organic/113_Taxol", "basis": "def2-tzvp",
+            "method": "m062x", "natm": 113, "nao": 2228, "grid_level": 4, "conv_tol": 1e-8,
+            "direct_scf_tol": 1e-13, "xc_settings": {}}  # fmt: skip
+    g = {"total_s": 240.0, "cycles": 12, "e_tot": -2900.0, "xc_call_s": 2.0}
+    x = {"total_s": 200.0, "cycles": 12, "e_tot": -2900.0 + 1e-9, "xc_layout_s": 0.5,
+         "xc_call_s": 0.5}  # fmt: skip
+    both = {"total_s": 160.0, "cycles": 12, "e_tot": -2900.0 + 2e-8, "xc_layout_s": 0.5,
+            "xc_call_s": 0.5, "jk_setup_s": 1.0}  # fmt: skip
+    records = tmp_path / "records"
+    _run(records, "a", "2026-01-01T10:00:00", [{**base, "gpu4pyscf": g, "xc only": x}])
+    _run(records, "b", "2026-01-02T10:00:00", [{**base, "both": both}])
+    rows, _ = report.read_rows([records])
+    (row,) = report.dft_table(rows).to_dict("records")
+    assert row["speedup both"] == pytest.approx(1.5) and row["speedup XC only"] == 1.2
+    assert row["cycles (GPU4PySCF / XC only / both)"] == "12 / 12 / 12"
+    _run(records, "c", "2026-01-03T10:00:00", [{**base, "both": {**both, "total_s": 120.0}}])
+    rows, _ = report.read_rows([records])
+    (row,) = report.dft_table(rows).to_dict("records")
+    assert row["speedup both"] == pytest.approx(2.0)
+    # a system with GPU4PySCF's way alone: a row whose other ways say they were not measured
+    _run(records, "d", "2026-01-04T10:00:00", [{**base, "molecule": "m", "gpu4pyscf": g}])
+    rows, _ = report.read_rows([records])
+    lines = report.dft_summary(report.dft_table(rows))
+    assert any("m def2-tzvp" in line and "both not measured" in line for line in lines)

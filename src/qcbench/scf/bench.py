@@ -48,6 +48,7 @@ import numpy as np
 
 from ..molecules import load
 from ..provenance import gpu_info, provenance
+from .records import DFT_WAYS
 
 FP64_PEAK_KERNEL = r"""
 extern "C" __global__ void fma_peak(double* out, const int iters) {
@@ -337,11 +338,6 @@ def run_energies(args, out) -> None:
             out(row)
 
 
-DFT_WAYS = ("gpu4pyscf", "xc only", "both")
-"""KerneLDI Fig. 5's three SCF runs: GPU4PySCF as it comes, its J/K with KerneLDI's XC, and
-both engines."""
-
-
 def _progress(what: str, seconds: float) -> None:
     """One line on standard error as each step of a long run ends."""
     print(f"  {what}: {seconds:.1f} s", file=sys.stderr, flush=True)
@@ -382,7 +378,7 @@ def run_dft(args, out) -> None:
                "natm": mol.natm, "nao": mol.nao, "grid_level": args.grid_level,
                "conv_tol": args.conv_tol, "direct_scf_tol": args.direct_scf_tol,
                "xc_settings": args.xc_settings}  # fmt: skip
-        for way in DFT_WAYS:
+        for way in args.ways:
             row[way] = _dft_run(args, mol, way)
             _cupy().get_default_memory_pool().free_all_blocks()
         out(row)
@@ -723,6 +719,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="scf: also time the engine's choices set the other way")  # fmt: skip
     parser.add_argument("--backend", default="gpu", choices=("cpu", "gpu"),
                         help="backend of accuracy (the rest run on the GPU)")  # fmt: skip
+    parser.add_argument("--ways", nargs="+", choices=DFT_WAYS, default=list(DFT_WAYS),
+                        help="dft: the SCF runs to make (rows of separate runs are joined by "
+                        "the report)")  # fmt: skip
     parser.add_argument("--shared-scf", action="store_true",
                         help="gradient: both from one converged SCF (GPU4PySCF's)")  # fmt: skip
     parser.add_argument("--deriv", action="store_true",

@@ -11,6 +11,9 @@ from pathlib import Path
 from ..records import Record, discover, ordered
 
 KIND = "jk-scf"
+DFT_WAYS = ("gpu4pyscf", "xc only", "both")
+"""KerneLDI Fig. 5's three SCF runs: GPU4PySCF as it comes, its J/K with KerneLDI's XC, and
+both engines."""
 ROWS = "records.jsonl"
 
 
@@ -21,6 +24,8 @@ def row_key(row: dict) -> tuple:
            row.get("cartesian"), row.get("backend"))  # fmt: skip
     if row["kind"] == "gradient":
         key += (engine_settings(row.get("command", "")),)
+    if row["kind"] == "dft":  # a run may measure some of the three ways (``bench dft --ways``)
+        key += (tuple(way for way in DFT_WAYS if way in row), json.dumps(row.get("xc_settings")))
     return key
 
 
