@@ -82,7 +82,11 @@ rule jk_scf_bench:
         host=" ".join(JK_GPU["host_share"]),
         gradient=" ".join(JK_GPU["gradient"]["systems"]),
         gradient_methods=" ".join(JK_GPU["gradient"]["methods"]),
-        shared_scf="--shared-scf" if JK_GPU["gradient"]["shared_scf"] else "",
+        shared_scf=(
+            f"--shared-scf {JK_GPU['gradient']['shared_scf']}"
+            if JK_GPU["gradient"]["shared_scf"]
+            else ""
+        ),
     resources:
         gpu=1,
     log:

@@ -435,13 +435,43 @@ def gradient_profile(engine, grad, dm, peak: float) -> dict:
     return {"phases_s": phases, "classes": classes, "fp64_peak": peak}
 
 
-def run_gradient(args, out) -> None:
-    """Each system's analytic gradient, GPU4PySCF's and ours. With ``args.shared_scf`` both
-    differentiate one converged SCF (GPU4PySCF's; the engines are switched on in the same
-    object after its gradient is timed), so the gradients differ by the engines alone and the
-    run converges one SCF instead of two; otherwise each converges its own."""
+CONVERGED_STATE = ("mo_coeff", "mo_occ", "mo_energy", "e_tot", "converged")
+"""What an analytic gradient reads of a converged SCF object."""
+
+
+def _shared_scf(args, mol, peak: float) -> tuple[dict, dict]:
+    """Both gradients of one converged SCF, converged by ``args.shared_scf`` ("gpu4pyscf" or
+    "ours"); the other way's object takes its converged state (``CONVERGED_STATE``), so the
+    two gradients differ by the engines alone. GPU4PySCF's gradient is timed first."""
     import qcscf
 
+    mf, scf_result = _converged(args, mol, args.shared_scf)
+    plain = mf
+    if args.shared_scf == "ours":
+        plain = _make(args.method, mol, gpu=True)
+        plain.direct_scf_tol = args.direct_scf_tol
+        if hasattr(plain, "grids"):
+            plain.grids.level = mf.grids.level
+        for name in CONVERGED_STATE:
+            setattr(plain, name, getattr(mf, name))
+    row, grads = {}, {}
+    row["gpu4pyscf"], grads["gpu4pyscf"] = _timed_gradient(args, plain, "gpu4pyscf", peak)
+    # switched on in GPU4PySCF's own object only after its gradient was timed
+    ours = (
+        mf
+        if args.shared_scf == "ours"
+        else qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine)
+    )
+    row["ours"], grads["ours"] = _timed_gradient(args, ours, "ours", peak)
+    for how in ("gpu4pyscf", "ours"):
+        row[how].update(_scf_fields(scf_result))
+    return row, grads
+
+
+def run_gradient(args, out) -> None:
+    """Each system's analytic gradient, GPU4PySCF's and ours: each after its own converged
+    SCF, or with ``args.shared_scf`` both of one (``_shared_scf``), which converges one SCF
+    instead of two."""
     peak = fp64_peak()
     out({"kind": "fp64_peak", "flop_rate": peak})
     for spec in args.systems:
@@ -451,15 +481,11 @@ def run_gradient(args, out) -> None:
         row = {"kind": "gradient", "molecule": name, "basis": basis, "method": args.method,
                "natm": mol.natm, "nao": mol.nao, "conv_tol": args.conv_tol,
                "direct_scf_tol": args.direct_scf_tol,
-               "scf": "shared" if args.shared_scf else "each"}  # fmt: skip
+               "scf": f"shared ({args.shared_scf})" if args.shared_scf else "each"}  # fmt: skip
         gradients = {}
         if args.shared_scf:
-            mf, scf_result = _converged(args, mol, "gpu4pyscf")
-            row["gpu4pyscf"], gradients["gpu4pyscf"] = _timed_gradient(args, mf, "gpu4pyscf", peak)
-            mf = qcscf.apply(mf, kernel_dir=args.kernel_dir, jk_options=args.engine)
-            row["ours"], gradients["ours"] = _timed_gradient(args, mf, "ours", peak)
-            for how in ("gpu4pyscf", "ours"):
-                row[how].update(_scf_fields(scf_result))
+            parts, gradients = _shared_scf(args, mol, peak)
+            row.update(parts)
         else:
             for how in ("gpu4pyscf", "ours"):
                 mf, scf_result = _converged(args, mol, how)
@@ -722,8 +748,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ways", nargs="+", choices=DFT_WAYS, default=list(DFT_WAYS),
                         help="dft: the SCF runs to make (rows of separate runs are joined by "
                         "the report)")  # fmt: skip
-    parser.add_argument("--shared-scf", action="store_true",
-                        help="gradient: both from one converged SCF (GPU4PySCF's)")  # fmt: skip
+    parser.add_argument("--shared-scf", choices=("gpu4pyscf", "ours"), default=None,
+                        help="gradient: both gradients of one SCF, converged this way")  # fmt: skip
     parser.add_argument("--deriv", action="store_true",
                         help="accuracy: also the derivative J and K (gradients)")  # fmt: skip
     args = parser.parse_args(argv)
