@@ -165,9 +165,17 @@ def test_host_share_line_keeps_the_calling_thread_apart():
            "nao": 768, "wall_s": 0.2, "host_cpu_s": 0.01, "host_share": 0.05,
            "calling_thread_cpu_s": 0.004}  # fmt: skip
     (line,) = report.checks([row])
-    assert "5.0% (0.010 s of 0.200 s; the calling thread 0.004 s)" in line
+    assert "5.0% (0.010 s of 0.200 s; the calling thread 0.004 s, GPU not recorded; " in line
+    assert "goal under 5%: NOT MET" in line  # 5.0% is not under 5%
     del row["calling_thread_cpu_s"]  # a record from before the field
-    assert "5.0% (0.010 s of 0.200 s)" in report.checks([row])[0]
+    assert "5.0% (0.010 s of 0.200 s, GPU not recorded" in report.checks([row])[0]
+    row.update(host_share=0.0433, gpu="NVIDIA H100 80GB HBM3")
+    assert (
+        "(0.010 s of 0.200 s, NVIDIA H100 80GB HBM3; goal under 5%: MET)"
+        in (report.checks([row])[0])
+    )
+    row.update(nao=480)  # the goal is stated from 500 AOs
+    assert "the goal is stated from 500 AOs)" in report.checks([row])[0]
 
 
 def test_host_share_line_names_the_profiled_functions():

@@ -313,6 +313,18 @@ def dft_summary(table: pd.DataFrame) -> list[str]:
     return lines
 
 
+# the J/K issue's goal for the host's share of a build at this size and above
+HOST_SHARE_GOAL = 0.05
+HOST_SHARE_MIN_AOS = 500
+
+
+def _host_share_goal(row: dict) -> str:
+    if row["nao"] < HOST_SHARE_MIN_AOS:
+        return f"the goal is stated from {HOST_SHARE_MIN_AOS} AOs"
+    met = row["host_share"] < HOST_SHARE_GOAL
+    return f"goal under {100 * HOST_SHARE_GOAL:.0f}%: {'MET' if met else 'NOT MET'}"
+
+
 def _deriv_errors(row: dict) -> list[float]:
     """The derivative J and K errors of an accuracy row, where it has them."""
     return [row[k] for k in ("max_dj_deriv", "max_dk_deriv") if k in row]
@@ -516,6 +528,8 @@ def checks(records: list[dict]) -> list[str]:
                     if "calling_thread_cpu_s" in r
                     else ""
                 )
+                + f", {r.get('gpu') or 'GPU not recorded'}; "
+                + _host_share_goal(r)
                 + ")"
                 + _host_profile(r.get("host_profile"))
             )
