@@ -5,12 +5,14 @@ quantities and Boys order, ``kernel._loops_open``), its level boundaries and its
 the statements come from the level program (``levels.level_program``), read from the kernel's
 program arguments (``p2_*``) as the interpreted Tier 2 Phase 2 reads its own. Every thread of
 a block computes the item's primitive quantities (a few hundred operations against the
-hundreds of thousands of statements the block shares), then the block runs each level's
-statements strided over its threads, with a barrier after each level.
+hundreds of thousands of statements the block shares), thread 0 writes them and the Boys
+leaves into the bank, then the block runs each level's statements strided over its threads,
+with a barrier after each level.
 
 The slot bank of an item is in shared memory where it fits in one block's (``bank`` "auto" or
-"shared"), else in the global buffer, ``n_slots`` contiguous doubles per item. On the CPU
-the same source runs one item at a time with one thread and no barriers.
+"shared"), else in the global buffer, ``n_slots`` contiguous doubles per item; the item's
+symbols (the quantities the program's codes index) follow its slots there. On the CPU the
+same source runs one item at a time with one thread and no barriers.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .kernel import (
     _indent,
     _loops_open,
     _prologue,
+    boys_values,
     kernel_name,
     primitive_fields,
 )
@@ -79,33 +82,43 @@ def _body(
     prefetch_max_accumulators: int,
     omega: float,
 ) -> list[str]:
+    """The kernel body. An item's bank holds its slots and, after them, its symbols
+    (``BLOCK_SYMBOLS``): thread 0 writes the symbols and the Boys leaves, a barrier later
+    every thread reads them (a per-thread array of symbols, indexed by the program's codes,
+    would sit in each thread's local memory and be read from there for every term)."""
     cuda = target.name == "cuda"
+    barrier = ["__syncthreads();"] if cuda else []
     n_acc = plan.n_accumulators
+    stride = levels.n_slots + len(BLOCK_SYMBOLS)
     if cuda:
         lines = ["const int q = blockIdx.x;", "if (q >= n) return;", "{"]
         lines += ["const int tid = threadIdx.x, nth = blockDim.x;"]
         lines += (
             ["extern __shared__ double frcg_bank[];", "double* const bank = frcg_bank;"]
             if shared
-            else [f"double* const bank = buf + (size_t)q * {levels.n_slots};"]
+            else [f"double* const bank = buf + (size_t)q * {stride};"]
         )
     else:
         lines = ["for (int q = 0; q < n; ++q) {", "const int tid = 0, nth = 1;"]
-        lines.append(f"double* const bank = buf + (size_t)q * {levels.n_slots};")
+        lines.append(f"double* const bank = buf + (size_t)q * {stride};")
     lines += ["(void)stride; (void)p2_len;", *_prologue(plan)]
-    lines.append(f"double sym[{len(BLOCK_SYMBOLS)}] = {{1.0}};")
+    lines.append(f"double* const sym = bank + {levels.n_slots};")
+    n_sym = len(BLOCK_SYMBOLS)
+    lines.append(f"if (tid == 0) for (int s = 0; s < {n_sym}; ++s) sym[s] = s ? 0.0 : 1.0;")
     base = levels.acc_base
     lines.append(f"for (int s = tid; s < {n_acc}; s += nth) bank[{base} + s] = 0.0;")
-    lines += _loops_open(plan, target, None, prefetch_max_accumulators, omega)
+    lines += _loops_open(plan, target, None, prefetch_max_accumulators, omega, boys=False)
     code = {s: i for i, s in enumerate(BLOCK_SYMBOLS)}
+    lines.append("if (tid == 0) {")
     lines += [f"sym[{code[f]}] = {f};" for f in primitive_fields(plan) if f in code]
-    lines.append(f"for (int m = tid; m <= {plan.cls.boys_order}; m += nth) bank[m] = pref * F[m];")
-    if cuda:
-        lines.append("__syncthreads();")
+    lines += boys_values(plan)
+    lines.append(f"for (int m = 0; m <= {plan.cls.boys_order}; ++m) bank[m] = pref * F[m];")
+    lines += ["}", *barrier]
     starts = levels.level_start
     lines += [f"FRCG_LEVEL({starts[i]}, {starts[i + 1]});" for i in range(levels.phase1_levels)]
     lines += LOOPS_CLOSE + HRR_GEOMETRY
-    lines += [f"sym[{code[s]}] = {s};" for s in (*S.AB, *S.CD)]
+    lines += ["if (tid == 0) {", *(f"sym[{code[s]}] = {s};" for s in (*S.AB, *S.CD)), "}"]
+    lines += barrier
     lines += [
         f"FRCG_LEVEL({starts[i]}, {starts[i + 1]});"
         for i in range(levels.phase1_levels, levels.n_levels)
@@ -132,7 +145,8 @@ def lower_block(
             f"got {threads!r}"
         )
     levels = level_program(plan)
-    shared = block_shared_bank(levels.n_slots, tgt, bank)
+    n_slots = levels.n_slots + len(BLOCK_SYMBOLS)  # the item's symbols after its slots
+    shared = block_shared_bank(n_slots, tgt, bank)
     name = kernel_name(plan, Tier.BUFFERED, Epilogue.STORE, omega) + "_block"
     n_out = math.prod(plan.graph.output_shape)
     operator = f", erf({omega!r} r)/r" if omega else ""
@@ -157,7 +171,7 @@ def lower_block(
         Epilogue.STORE,
         "\n".join(p for p in parts if p),
         n_out,
-        levels.n_slots,
+        n_slots,
         None,
         threads if shared else 0,
         item_threads=threads if tgt.name == "cuda" else 1,

@@ -220,10 +220,12 @@ def _loops_open(
     record: str | None,
     prefetch_max_accumulators: int,
     omega: float = 0.0,
+    boys: bool = True,
 ) -> list[str]:
-    """The bra and ket primitive-pair loops and the per-primitive-quartet quantities. With
-    ``record`` they are stored into that FrcgPrim variable instead of local constants. Classes
-    with at most ``prefetch_max_accumulators`` accumulators read the next ket row ahead.
+    """The bra and ket primitive-pair loops and the per-primitive-quartet quantities (with
+    ``boys`` the Boys values ``F`` too). With ``record`` they are stored into that FrcgPrim
+    variable instead of local constants. Classes with at most ``prefetch_max_accumulators``
+    accumulators read the next ket row ahead.
     ``omega`` > 0: the long-range operator erf(omega r) / r, whose integrals are the Coulomb
     integrals with rho = zeta eta / (zeta + eta) replaced by rho omega^2 / (omega^2 + rho)
     wherever it enters (the Boys argument, the recurrences' 1 / (zeta + eta) and rho terms,
@@ -297,11 +299,17 @@ def _loops_open(
     for f in primitive_fields(plan):
         if record or f not in (*S.PA, *S.QC):
             lines.append(f"{d(f)} = {fields[f]};")
-    boys_out = f"{record}.F" if record else "F"
-    if not record:
-        lines.append(f"double F[{plan.cls.boys_order + 1}];")
-    lines.append(f"frcg_boys({plan.cls.boys_order}, T, boys_table, {boys_out});")
+    if boys:
+        lines += boys_values(plan, record)
     return lines
+
+
+def boys_values(plan: ClassPlan, record: str | None = None) -> list[str]:
+    """The Boys values F[0..boys_order] of the primitive quartet's T (into ``record``'s F, else
+    a local array)."""
+    lines = [] if record else [f"double F[{plan.cls.boys_order + 1}];"]
+    boys_out = f"{record}.F" if record else "F"
+    return lines + [f"frcg_boys({plan.cls.boys_order}, T, boys_table, {boys_out});"]
 
 
 LOOPS_CLOSE = ["}", "}"]
