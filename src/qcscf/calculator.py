@@ -1,6 +1,7 @@
 """An ASE calculator: energies and forces of HF or Kohn-Sham DFT through PySCF or GPU4PySCF,
-with both engines (``engines="ours"``) or the SCF object's own code (``engines="baseline"``,
-the comparison calculator under the same settings)."""
+with both engines (``engines="ours"``), with FusionRCG's J/K and KerneLDI's dense XC baseline
+(``engines="dense"``: EXC-cuBLAS on the GPU, EXC-OpenBLAS on the CPU), or the SCF object's own
+code (``engines="baseline"``, the comparison calculator under the same settings)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from ase.calculators.calculator import CalculationFailed, all_changes
 from ase.calculators.calculator import Calculator as ASECalculator
 from ase.units import Bohr, Hartree
 
+import kerneldi
+
 from .switch import apply
 
 # nuclei closer than this (Angstrom) are a broken geometry, not a molecule
 MIN_DISTANCE = 0.4
-ENGINES = ("ours", "baseline")
+ENGINES = ("ours", "dense", "baseline")
 BACKENDS = ("cpu", "gpu")
 
 
@@ -35,9 +38,13 @@ class Calculator(ASECalculator):
     engines="ours")``: ``xc`` a functional (Kohn-Sham) or ``"hf"``; ``spin`` the number of
     unpaired electrons (restricted when 0, unrestricted otherwise); ``backend`` ``"cpu"``
     (PySCF) or ``"gpu"`` (GPU4PySCF); ``engines`` ``"ours"`` (FusionRCG's J/K and KerneLDI's
-    XC through ``qcscf.apply``) or ``"baseline"`` (the SCF object as it comes).
+    XC through ``qcscf.apply``), ``"dense"`` (the same with KerneLDI's dense products, the
+    paper's EXC-cuBLAS / EXC-OpenBLAS baselines) or ``"baseline"`` (the SCF object as it comes).
 
-    Each geometry starts from the previous geometry's density. An SCF that does not converge
+    Each geometry starts from the previous geometry's density, and with KerneLDI's XC from
+    its NumInt, one per calculator: a geometry whose atoms all moved less than
+    ``reuse_orders_bohr`` (KerneLDI's setting) keeps the previous one's basis order instead of
+    clustering the basis again (an MD step). An SCF that does not converge
     raises ``SCFNotConverged``; atoms closer than ``MIN_DISTANCE`` raise ``GeometryError``.
     Forces come from the SCF object's analytic gradient (``nuc_grad_method``; with our engines
     its XC part from KerneLDI, see ``qcscf.apply``), for DFT with
@@ -67,11 +74,13 @@ class Calculator(ASECalculator):
         if p["backend"] not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {p['backend']!r}")
         self._dm = None
+        self._numint = None
         self.scf_cycles: list[int] = []
 
     def reset(self):
         super().reset()
         self._dm = None
+        self._numint = None
 
     def _molecule(self, atoms):
         from pyscf import gto
@@ -126,7 +135,12 @@ class Calculator(ASECalculator):
         mf.conv_tol = p["conv_tol"]
         mf.max_cycle = p["max_cycle"]
         mf.verbose = 0
-        return apply(mf) if p["engines"] == "ours" else mf
+        if p["engines"] == "baseline":
+            return mf
+        if hasattr(mf, "xc") and self._numint is None:
+            engine = "dense" if p["engines"] == "dense" else "block"
+            self._numint = kerneldi.NumInt(backend=p["backend"], engine=engine)
+        return apply(mf, numint=self._numint if hasattr(mf, "xc") else None)
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)

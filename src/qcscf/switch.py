@@ -14,20 +14,26 @@ def _on_gpu(mf) -> bool:
 
 def apply(
     mf, jk: bool = True, xc: bool = True, options="full", kernel_dir=None,
-    jk_options: dict | None = None, **xc_options,
+    jk_options: dict | None = None, numint=None, **xc_options,
 ):  # fmt: skip
     """Make ``mf`` use both engines and return it: ``jk`` routes J and K to ``fusionrcg.JK``
     (``options``, ``kernel_dir`` as for ``fusionrcg.apply``; ``jk_options``: further ``JK``
     arguments, as ``fusionrcg.apply``'s ``engine_options``), ``xc`` sets ``mf._numint`` to a
-    ``kerneldi.NumInt`` (``xc_options``: its settings) where ``mf`` is a DFT object. The
+    ``kerneldi.NumInt`` (``xc_options``: its settings; or ``numint``, one made by the caller,
+    e.g. kept across the geometries of an MD run so that nearby geometries reuse its basis
+    order, ``Settings.reuse_orders_bohr``) where ``mf`` is a DFT object. The
     backend follows the object: GPU4PySCF's objects get the GPU engines, PySCF's the CPU
     ones. Analytic gradients (``mf.nuc_grad_method()``, ``mf.Gradients()``) take their J/K
     derivatives from FusionRCG's derivative classes (``fusionrcg.jk.grad``) and, for a DFT
     object, their XC part from KerneLDI (``kerneldi.apply_grad``)."""
     backend = "gpu" if _on_gpu(mf) else "cpu"
     kohn_sham = xc and hasattr(mf, "xc")
+    if numint is not None and xc_options:
+        raise TypeError(f"XC settings {sorted(xc_options)} with a given numint: set them on it")
     if kohn_sham:
-        mf._numint = kerneldi.NumInt(backend=backend, **xc_options)
+        if numint is None:
+            numint = kerneldi.NumInt(backend=backend, **xc_options)
+        mf._numint = numint
     if jk:
         mf = fusionrcg.apply(
             mf, backend=backend, options=options, kernel_dir=kernel_dir, **(jk_options or {})

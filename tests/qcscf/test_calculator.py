@@ -28,10 +28,31 @@ FORCE_TOL = 1e-6  # eV/Angstrom
 def test_ours_matches_pyscf(xc, charge, spin):
     atoms = molecule("H2O")
     found = {}
-    for engines in ("baseline", "ours"):
+    for engines in ("baseline", "ours", "dense"):
         atoms.calc = qcscf.Calculator(xc=xc, charge=charge, spin=spin, engines=engines,
                                       **SETTINGS)  # fmt: skip
         found[engines] = atoms.get_potential_energy(), atoms.get_forces()
+    for engines in ("ours", "dense"):  # KerneLDI's block products and its dense baseline
+        assert abs(found[engines][0] - found["baseline"][0]) <= ENERGY_TOL
+        assert np.abs(found[engines][1] - found["baseline"][1]).max() <= FORCE_TOL
+
+
+def test_nearby_geometries_keep_the_basis_order():
+    """An MD step (atoms moved 0.01 Angstrom) keeps the previous geometry's basis order in the
+    calculator's one NumInt; energy and forces there match PySCF's (the baseline calculator
+    taking the same two steps, so both SCFs start from their last density)."""
+    found, numints = {}, {}
+    for engines in ("ours", "baseline"):
+        atoms = molecule("H2O")
+        atoms.calc = calc = qcscf.Calculator(xc="pbe", basis="6-31g", grid_level=1,
+                                             engines=engines)  # fmt: skip
+        atoms.get_potential_energy()
+        numints[engines] = calc._numint
+        atoms.positions[0, 2] += 0.01
+        found[engines] = atoms.get_potential_energy(), atoms.get_forces()
+        assert calc._numint is numints[engines]
+    assert numints["baseline"] is None  # the baseline keeps PySCF's own NumInt
+    assert numints["ours"].orders_reused
     assert abs(found["ours"][0] - found["baseline"][0]) <= ENERGY_TOL
     assert np.abs(found["ours"][1] - found["baseline"][1]).max() <= FORCE_TOL
 
@@ -58,6 +79,10 @@ def test_apply_puts_both_engines_in_a_dft_object():
     assert isinstance(mf, fusionrcg.jk.scf.FusionJKMixin)
     assert isinstance(mf.nuc_grad_method(), kerneldi.grad.KerneLDIGradMixin)
     assert isinstance(mf.Gradients(), kerneldi.grad.KerneLDIGradMixin)
+    numint = kerneldi.NumInt(backend="cpu")
+    assert qcscf.apply(dft.RKS(molecule_mol(), xc="pbe"), numint=numint)._numint is numint
+    with pytest.raises(TypeError, match="with a given numint"):
+        qcscf.apply(dft.RKS(molecule_mol(), xc="pbe"), numint=numint, block_size=16)
 
 
 def molecule_mol():

@@ -1,12 +1,13 @@
 # Ab initio MD with both engines (qcscf.Calculator under ASE): every run of config `aimd.runs`
-# with our engines and with the baseline SCF objects (the same settings), its trajectory and
+# with our engines, with our J/K and KerneLDI's dense XC baseline (EXC-cuBLAS on a GPU), and
+# with the baseline SCF objects (the same settings), its trajectory and
 # per-step log under results/aimd/<run>/<engines>/, and one table and figure over them (seconds
 # per step, total-energy drift in NVE, temperature). Runs with `backend: gpu` need a GPU
 # (resources gpu=1) and are left out of `all` where none is found.
 AIMD = config["aimd"]
 AIMD_DIR = f"{RESULTS}/aimd"
 AIMD_RUNS = {r["name"]: r for r in AIMD["runs"] if r["backend"] == "cpu" or GPU}
-AIMD_ENGINES = ("ours", "baseline")
+AIMD_ENGINES = ("ours", "dense", "baseline")  # qcbench.md ENGINES
 AIMD_FILES = ["aimd.csv", "aimd.md", "aimd_energy_temperature.png"]
 AIMD_REPORTS = published(*(f"aimd/{f}" for f in AIMD_FILES))
 
@@ -22,12 +23,13 @@ def _aimd_options(wildcards):
 
 
 rule aimd_run:
-    """One MD trajectory: a run of config aimd.runs with our engines or the baseline's."""
+    """One MD trajectory: a run of config aimd.runs with our engines, the dense XC baseline's
+    or the baseline's."""
     output:
         log=f"{AIMD_DIR}/{{run}}/{{engines}}/log.csv",
         info=f"{AIMD_DIR}/{{run}}/{{engines}}/run.json",
     wildcard_constraints:
-        engines="ours|baseline",
+        engines="|".join(AIMD_ENGINES),
     params:
         options=_aimd_options,
         out=lambda wc: f"{AIMD_DIR}/{wc.run}/{wc.engines}",
