@@ -88,12 +88,36 @@ def _grid_on_device(cp, mol, coords, weights, atom_index, resolution: float):
     return grid_perm.get(), coords[grid_perm].get(), weights[grid_perm].get()
 
 
-def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm=None) -> Layout:
+def kept_grid_order(coords, weights, previous: Layout, limit_bohr: float):
+    """(``previous``'s grid order, the grid's coords and weights in it) where that order
+    orders this grid too, else None: the grid has the same points of nonzero weight, in the
+    same places of its arrays, each within ``limit_bohr`` of where it was (a nearby
+    geometry's grid, whose atom-centred points moved with their atoms; a grid whose points
+    were listed in another order fails the test). Any order gives the same integrals; this
+    one keeps the blocks as compact as they were."""
+    perm = previous.grid_perm
+    if limit_bohr <= 0 or perm.size == 0 or int(perm.max()) >= weights.shape[0]:
+        return None
+    if np.count_nonzero(weights) != perm.size:
+        return None
+    kept_weights = weights[perm]
+    if not bool(np.all(kept_weights != 0)):
+        return None
+    ordered = coords[perm]
+    if np.abs(ordered - previous.coords).max() >= limit_bohr:
+        return None
+    return perm, ordered, kept_weights
+
+
+def make_layout(
+    mol, coords, weights, atom_index, settings: Settings, basis_perm=None,
+    previous: Layout | None = None,
+) -> Layout:  # fmt: skip
     """Orders of one molecule and grid (host arrays in, host arrays out; with
     ``settings.grid_order_on_device`` the grid may come as CuPy arrays, and its Morton order
     is made there). ``basis_perm``: a basis order to keep (a nearby geometry's, for an MD
-    step) instead of making one; the grid order, cheap beside it, is always made for the grid
-    given."""
+    step) instead of making one. ``previous``: a nearby geometry's layout (or this grid's),
+    whose grid order is kept where ``kept_grid_order`` allows (host grids)."""
     cp = _cupy_of(coords) if settings.grid_order_on_device else None
     if cp is not None and settings.grid_order == "morton":
         grid_perm, ordered, kept_weights = _grid_on_device(
@@ -104,6 +128,11 @@ def make_layout(mol, coords, weights, atom_index, settings: Settings, basis_perm
         coords, weights = coords.get(), weights.get()
         atom_index = None if atom_index is None else cp.asnumpy(atom_index)
     coords, weights, kept = _checked_grid(np, coords, weights)
+    kept_order = None
+    if previous is not None:
+        kept_order = kept_grid_order(coords, weights, previous, settings.reuse_orders_bohr)
+    if kept_order is not None:
+        return _with_basis_order(mol, settings, basis_perm, *kept_order)
     every = kept.size == weights.size  # the usual grid: no copies of the kept points
     if settings.grid_order == "morton":
         points = coords if every else coords[kept]

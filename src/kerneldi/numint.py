@@ -53,7 +53,14 @@ class KerneLDIMixin:
     """``nr_rks``/``nr_uks`` through a KerneLDI engine; mixed into a PySCF-API NumInt."""
 
     _kerneldi_backend = "cpu"
-    _keys = {"settings", "engine_kind", "layout_seconds", "orders_reused", "task_selection"}
+    _keys = {
+        "settings",
+        "engine_kind",
+        "layout_seconds",
+        "orders_reused",
+        "grid_order_reused",
+        "task_selection",
+    }
     # the gradient's engine: AO derivatives one order above the energy's, same layout rules
     _grad_engine = None
     _grad_engine_key = None
@@ -69,7 +76,8 @@ class KerneLDIMixin:
         self._engine = None
         self._engine_key = None
         self.layout_seconds = 0.0
-        self.orders_reused = False
+        self.orders_reused = False  # the last geometry's basis order kept
+        self.grid_order_reused = False  # and its grid order
         self.task_selection: tuple[int, ...] | None = None
 
     # -- engine cache -----------------------------------------------------------------------
@@ -106,22 +114,26 @@ class KerneLDIMixin:
             previous = self._engine.layout if self._engine is not None else None
             self._engine = None  # release the old blocks before building new ones
             t0 = time.perf_counter()
-            basis_perm = self._kept_basis_order(mol, previous)
-            self.orders_reused = basis_perm is not None
-            layout = self._layout(mol, coords, weights, atm_idx, basis_perm)
+            near = previous if self._near(mol, previous) else None
+            basis_perm = None if near is None else near.basis_perm
+            layout = self._layout(mol, coords, weights, atm_idx, basis_perm, near)
             self.layout_seconds = time.perf_counter() - t0
+            self.orders_reused = near is not None
+            self.grid_order_reused = near is not None and layout.grid_perm is near.grid_perm
             eng = self._engine = self._new_engine(mol, layout, xctype)
             self._engine_key = key
             self._orders_of = (_basis_fingerprint(mol), mol.atom_coords())
         return eng
 
-    def _layout(self, mol, coords, weights, atm_idx, basis_perm):
+    def _layout(self, mol, coords, weights, atm_idx, basis_perm, previous=None):
         """The block layout of this grid under the settings (from host copies of its arrays,
-        or from its device arrays with ``grid_order_on_device`` on the GPU backend)."""
+        or from its device arrays with ``grid_order_on_device`` on the GPU backend), keeping
+        ``basis_perm`` and, where it still orders this grid, ``previous``'s grid order."""
         if self.settings.grid_order_on_device and self._kerneldi_backend == "gpu":
             return make_layout(mol, coords, weights, atm_idx, self.settings, basis_perm)
         atoms = None if atm_idx is None else _host(atm_idx)
-        return make_layout(mol, _host(coords), _host(weights), atoms, self.settings, basis_perm)
+        return make_layout(mol, _host(coords), _host(weights), atoms, self.settings, basis_perm,
+                           previous)  # fmt: skip
 
     def get_grad_engine(self, mol, grids, xctype: str):
         """The gradient's engine of this geometry and grid (AO derivatives one order above the
@@ -133,32 +145,39 @@ class KerneLDIMixin:
         if eng is None or self._grad_engine_key != key or eng.deriv < deriv:
             self._grad_engine = None
             coords, weights, atm_idx = self._grid_arrays(mol, grids)
-            layout = self._layout(mol, coords, weights, atm_idx, self.basis_order_of(mol))
+            energy = self.energy_layout_of(mol)
+            basis_perm = None if energy is None else energy.basis_perm
+            layout = self._layout(mol, coords, weights, atm_idx, basis_perm, energy)
             eng = self._grad_engine = self._new_engine(mol, layout, xctype, deriv)
             self._grad_engine_key = key
         return eng
 
-    def basis_order_of(self, mol):
-        """The energy engine's basis order where it was built for this geometry, else None."""
+    def energy_layout_of(self, mol):
+        """The energy engine's layout where it was built for this geometry, else None."""
         if self._engine is None or self._engine_key is None:
             return None
         if self._engine_key[0] != _mol_fingerprint(mol):
             return None
-        return self._engine.layout.basis_perm
+        return self._engine.layout
 
-    def _kept_basis_order(self, mol, previous):
-        """The previous geometry's basis order, where the molecule and basis are the same and
-        every atom moved less than ``settings.reuse_orders_bohr`` (an MD or optimization
-        step: the functions' reach on the grid hardly changes); None otherwise."""
+    def basis_order_of(self, mol):
+        """The energy engine's basis order where it was built for this geometry, else None."""
+        layout = self.energy_layout_of(mol)
+        return None if layout is None else layout.basis_perm
+
+    def _near(self, mol, previous) -> bool:
+        """Whether ``previous`` (the last geometry's layout) is of the same molecule and basis
+        with every atom moved less than ``settings.reuse_orders_bohr`` (an MD or optimization
+        step: the functions' reach on the grid hardly changes, and the grid's atom-centred
+        points moved with their atoms): its basis order is kept, and its grid order where
+        ``layout.kept_grid_order`` finds that it still orders the new grid."""
         limit = self.settings.reuse_orders_bohr
         if previous is None or limit <= 0 or getattr(self, "_orders_of", None) is None:
-            return None
+            return False
         basis, atoms = self._orders_of
         if basis != _basis_fingerprint(mol) or atoms.shape != mol.atom_coords().shape:
-            return None
-        if np.abs(mol.atom_coords() - atoms).max() >= limit:
-            return None
-        return previous.basis_perm
+            return False
+        return bool(np.abs(mol.atom_coords() - atoms).max() < limit)
 
     # -- grid tasks (``tasks.py``): one integration spread over workers ---------------------
     def xc_tasks(self, mol, grids, xc_code) -> list:
@@ -209,6 +228,7 @@ class KerneLDIMixin:
             return {}
         orders = {"basis_order": self.settings.basis_order, "grid_order": self.settings.grid_order}
         return {"layout_seconds": self.layout_seconds, "orders_reused": self.orders_reused,
+                "grid_order_reused": self.grid_order_reused,
                 **orders, **self._engine.stats()}  # fmt: skip
 
     def grad_stats(self) -> dict:
