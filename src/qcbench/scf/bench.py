@@ -364,6 +364,14 @@ def _dft_run(args, mol, way: str) -> dict:
     if way != "gpu4pyscf":
         result["xc_layout_s"] = mf._numint.layout_seconds
         _progress(f"{way}: its XC layout", result["xc_layout_s"])
+        # the XC engine's blocks and how much of its AO values it holds on the device
+        # between calls (up to gpu_memory_fraction of the free memory: room the J/K build
+        # beside it no longer has)
+        result["xc_stats"] = {k: v.item() if hasattr(v, "item") else v
+                              for k, v in mf._numint.stats().items()}  # fmt: skip
+    free, total = _cupy().cuda.runtime.memGetInfo()
+    result["device_free_bytes"], result["device_total_bytes"] = int(free), int(total)
+    result["pool_bytes"] = int(_cupy().get_default_memory_pool().total_bytes())
     if way == "both":
         result["jk_setup_s"] = mf.fusion_engine().setup_seconds
     return result
