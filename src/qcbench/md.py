@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from qcscf.calculator import ENGINES
+
 from .molecules import read_xyz, resolve
 from .provenance import provenance
 
-ENGINES = ("ours", "dense", "baseline")  # as qcscf.Calculator takes them
 BUDGET_HOURS = 800  # the wall-clock budget of the KerneLDI paper's Fig. 7
 
 

@@ -137,10 +137,12 @@ class Calculator(ASECalculator):
         mf.verbose = 0
         if p["engines"] == "baseline":
             return mf
-        if hasattr(mf, "xc") and self._numint is None:
+        if not hasattr(mf, "xc"):  # Hartree-Fock: no XC
+            return apply(mf)
+        if self._numint is None:
             engine = "dense" if p["engines"] == "dense" else "block"
             self._numint = kerneldi.NumInt(backend=p["backend"], engine=engine)
-        return apply(mf, numint=self._numint if hasattr(mf, "xc") else None)
+        return apply(mf, numint=self._numint)
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)

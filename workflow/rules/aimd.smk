@@ -7,7 +7,7 @@
 AIMD = config["aimd"]
 AIMD_DIR = f"{RESULTS}/aimd"
 AIMD_RUNS = {r["name"]: r for r in AIMD["runs"] if r["backend"] == "cpu" or GPU}
-AIMD_ENGINES = ("ours", "dense", "baseline")  # qcbench.md ENGINES
+AIMD_ENGINES = ("ours", "dense", "baseline")  # each engines choice of qcscf.Calculator
 AIMD_FILES = ["aimd.csv", "aimd.md", "aimd_energy_temperature.png"]
 AIMD_REPORTS = published(*(f"aimd/{f}" for f in AIMD_FILES))
 

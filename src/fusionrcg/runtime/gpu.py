@@ -419,10 +419,8 @@ class GpuExecutor:
         q = cp.asarray(np.ascontiguousarray(quartets[items]))
         scales = np.ones(len(quartets)) if scales is None else np.asarray(scales, dtype=float)
         sc = cp.asarray(np.ascontiguousarray(scales[items]))
-        # a J/K epilogue writes no integrals: no buffer for them
-        out = cp.empty(tiled_output_size(n, kernel.n_outputs) if stored else 1)
+        out, buf = self._buffers(kernel, n)
         grid, threads, smem = launch_shape(kernel, n)
-        buf = cp.empty(max(1, kernel.global_slots * n))
         *prog, p2_len = _program(kernel)
         prog = [cp.asarray(a) for a in prog]
         dmd = cp.asarray(dm) if dm is not None else cp.zeros(1)
@@ -444,6 +442,16 @@ class GpuExecutor:
                 add_items = self._item_adder(out, kernel.n_outputs, sources, targets)
         return Launch(fn, grid, threads, smem, args, out, kernel.n_outputs, items,
                       quartet_items, add_items)  # fmt: skip
+
+    def _buffers(self, kernel: LibraryKernel, n: int) -> tuple:
+        """The integral and global-slot buffers of a launch of ``kernel`` over ``n`` items: a
+        J/K or gradient epilogue writes no integrals and a kernel without global slots uses
+        none, so either gets the one kept dummy array instead."""
+        cp = self.cp
+        store = kernel.epilogue is Epilogue.STORE
+        out = cp.empty(tiled_output_size(n, kernel.n_outputs)) if store else self._unused
+        slots = kernel.global_slots * n
+        return out, cp.empty(slots) if slots else self._unused
 
     def _item_pairs(self, n: int):
         """qpair for ``n`` items whose ranges are (bra, ket) pairs: item q reads 2q and 2q+1
@@ -480,13 +488,10 @@ class GpuExecutor:
         the densities ``dm`` (n_dm, nao, nao) into ``vj`` and ``vk`` (same shape; either may be
         None) and returns None; a gradient kernel adds the energy gradient of the densities
         ``dm`` into ``gradient.out``. Asynchronous on the current stream."""
-        cp = self.cp
         n = batch.size
         store = kernel.epilogue is Epilogue.STORE
-        out = cp.empty(tiled_output_size(n, kernel.n_outputs)) if store else self._unused
+        out, buf = self._buffers(kernel, n)
         grid, threads, smem = launch_shape(kernel, n)
-        slots = kernel.global_slots * n
-        buf = cp.empty(slots) if slots else self._unused
         fn = _function(kernel.binary, kernel.name)
         if smem > fn.max_dynamic_shared_size_bytes:
             fn.max_dynamic_shared_size_bytes = smem
